@@ -1,0 +1,59 @@
+# The README's two commands, and the steps they are made of. Each target installs what it needs.
+#   make run    install, build (release), and run weft on an example program
+#   make test   install, build (dev preset: debug + ASan/UBSan, and the fuzz harness), run every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+
+# Debian 12 packages weft builds with (see docs/architecture.md).
+PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools libzstd-dev libz3-dev \
+            libboost-dev catch2 libedit-dev clang-19 libclang-rt-19-dev
+EXAMPLE  ?= examples/softmax.weft
+FUZZ_SECONDS ?= 60
+
+.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz format format-check clean
+
+deps:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing" $$missing; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "make deps: all packages present"; fi
+
+build-dev: deps
+	cmake --preset dev >/dev/null
+	cmake --build --preset dev
+
+build-release: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release
+
+build-fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz
+
+run: build-release
+	./build/release/compiler/driver/weft check $(EXAMPLE) --emit=ast
+
+# Build the dev preset and the fuzz harness, run unit + lit tests under the sanitizers, then fuzz the
+# parser for $(FUZZ_SECONDS) seconds. Prints the build and test times at the end.
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory build-dev build-fuzz || exit 1; \
+	built=$$(date +%s); \
+	ctest --preset dev -j2 || exit 1; \
+	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS) || exit 1; \
+	done=$$(date +%s); \
+	echo "make test: build $$((built - start)) s, tests $$((done - built)) s"
+
+fuzz: build-fuzz
+	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
+
+format:
+	git ls-files '*.h' '*.cpp' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf build

@@ -1,0 +1,101 @@
+// The `weft` command. Subcommands run the phases in order and stop where --emit asks; results go to
+// stdout, diagnostics to stderr. Exit codes: 0 success, 1 errors in the input, 2 bad usage,
+// 3 internal compiler error.
+#include <unistd.h>
+
+#include <iostream>
+#include <iterator>
+#include <new>
+#include <string>
+
+#include <llvm/Config/llvm-config.h>
+
+#include "diagnostics/render.h"
+#include "driver/options.h"
+#include "syntax/parser.h"
+#include "syntax/printer.h"
+
+namespace weft {
+namespace {
+
+using driver::Emit;
+using driver::Options;
+
+enum class ExitCode { Success = 0, InputError = 1, Usage = 2, Internal = 3 };
+
+// Prints every diagnostic; returns whether there were errors.
+bool Report(const Options& options, const SourceManager& sources, const Diagnostics& diagnostics) {
+  bool use_color = UseColor(options.color, STDERR_FILENO);
+  for (const Diagnostic& diagnostic : diagnostics.all()) std::cerr << Render(sources, diagnostic, use_color);
+  return diagnostics.has_errors();
+}
+
+std::optional<FileId> LoadInput(SourceManager& sources, const std::string& path, Diagnostics& diagnostics) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return sources.Add("<stdin>", std::move(text));
+  }
+  std::string reason;
+  std::optional<FileId> file = sources.Load(path, reason);
+  if (!file) diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
+  return file;
+}
+
+ExitCode RunCheck(const Options& options) {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  std::optional<FileId> file = LoadInput(sources, options.inputs.front(), diagnostics);
+  if (!file) {
+    Report(options, sources, diagnostics);
+    return ExitCode::InputError;
+  }
+  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
+  switch (options.emit) {
+    case Emit::Ast: std::cout << syntax::Print(ast); break;
+    case Emit::AstSexp: std::cout << syntax::Dump(ast); break;
+    case Emit::Nothing: break;
+  }
+  std::cout.flush();
+  return Report(options, sources, diagnostics) ? ExitCode::InputError : ExitCode::Success;
+}
+
+ExitCode Main(int argc, char** argv) {
+  std::string error;
+  std::optional<Options> options = driver::ParseOptions(std::vector<std::string>(argv + 1, argv + argc), error);
+  if (!options) {
+    std::cerr << "weft: " << error << "\n";
+    return ExitCode::Usage;
+  }
+  if (options->help || options->command == driver::Command::Help) {
+    std::cout << driver::HelpText(options->command);
+    return ExitCode::Success;
+  }
+  switch (options->command) {
+    case driver::Command::Version:
+      std::cout << "weft " WEFT_VERSION " (LLVM " LLVM_VERSION_STRING ")\n";
+      return ExitCode::Success;
+    case driver::Command::Check:
+      return RunCheck(*options);
+    case driver::Command::Help:
+    case driver::Command::None:
+      break;
+  }
+  return ExitCode::Usage;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) {
+  try {
+    return static_cast<int>(weft::Main(argc, argv));
+  } catch (const weft::InternalError& error) {
+    std::cerr << "weft: internal compiler error: " << error.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "weft: out of memory\n";
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "weft: internal compiler error: " << error.what() << "\n";
+  }
+  return static_cast<int>(weft::ExitCode::Internal);
+}

@@ -1,0 +1,123 @@
+#include "driver/options.h"
+
+namespace weft::driver {
+namespace {
+
+struct CommandInfo {
+  const char* name;
+  Command command;
+  const char* summary;
+  const char* help;
+};
+
+constexpr CommandInfo kCommands[] = {
+    {"check", Command::Check, "parse FILE and print what --emit names",
+     "usage: weft check FILE [--emit=ast|ast-sexp] [--color=auto|always|never]\n"
+     "\n"
+     "Parses FILE (- for standard input) and reports every error in it.\n"
+     "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
+     "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+};
+
+// Splits `--name=value` or takes the value from the next argument.
+bool TakeValue(const std::vector<std::string>& args, std::size_t& i, const std::string& name, std::string& value) {
+  const std::string& arg = args[i];
+  std::string prefix = "--" + name;
+  if (arg.rfind(prefix + "=", 0) == 0) {
+    value = arg.substr(prefix.size() + 1);
+    return true;
+  }
+  if (arg == prefix && i + 1 < args.size()) {
+    value = args[++i];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string HelpText(Command command) {
+  for (const CommandInfo& info : kCommands) {
+    if (info.command == command) return info.help;
+  }
+  std::string text =
+      "weft: a functional tensor language and its compiler\n"
+      "\n"
+      "usage: weft COMMAND [OPTIONS] FILE\n"
+      "\n"
+      "commands:\n";
+  for (const CommandInfo& info : kCommands) text += "  " + std::string(info.name) + "    " + info.summary + "\n";
+  text +=
+      "\n"
+      "  --help       this text; `weft COMMAND --help` describes one command\n"
+      "  --version    the version of weft and of the LLVM it uses\n"
+      "\n"
+      "Exit status: 0 success, 1 errors in the input, 2 bad usage, 3 internal compiler error.\n";
+  return text;
+}
+
+std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::string& error) {
+  Options options;
+  if (args.empty()) {
+    error = "no command given; run `weft --help` to see the commands";
+    return std::nullopt;
+  }
+  const std::string& first = args[0];
+  if (first == "--help" || first == "-h") {
+    options.command = Command::Help;
+    return options;
+  }
+  if (first == "--version") {
+    options.command = Command::Version;
+    return options;
+  }
+  for (const CommandInfo& info : kCommands) {
+    if (first == info.name) options.command = info.command;
+  }
+  if (options.command == Command::None) {
+    error = first[0] == '-' ? "unknown option `" + first + "`; run `weft --help` to see the options"
+                            : "unknown command `" + first + "`; run `weft --help` to see the commands";
+    return std::nullopt;
+  }
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string value;
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+    } else if (TakeValue(args, i, "emit", value)) {
+      if (value == "ast") {
+        options.emit = Emit::Ast;
+      } else if (value == "ast-sexp") {
+        options.emit = Emit::AstSexp;
+      } else {
+        error = "unknown value `" + value + "` for --emit; expected `ast` or `ast-sexp`";
+        return std::nullopt;
+      }
+    } else if (TakeValue(args, i, "color", value)) {
+      if (value == "auto") {
+        options.color = ColorMode::Auto;
+      } else if (value == "always") {
+        options.color = ColorMode::Always;
+      } else if (value == "never") {
+        options.color = ColorMode::Never;
+      } else {
+        error = "unknown value `" + value + "` for --color; expected `auto`, `always` or `never`";
+        return std::nullopt;
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      error = "unknown option `" + arg + "` for `weft " + first + "`; run `weft " + first + " --help`";
+      return std::nullopt;
+    } else {
+      options.inputs.push_back(arg);
+    }
+  }
+  if (!options.help && options.inputs.size() != 1) {
+    error = options.inputs.empty() ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
+                                   : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());
+    return std::nullopt;
+  }
+  return options;
+}
+
+}  // namespace weft::driver

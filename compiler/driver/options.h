@@ -1,0 +1,31 @@
+// Command-line parsing for `weft`. (LLVM's cl:: library would clash with options libLLVM itself
+// registers, such as --color, so the driver parses its few options itself.)
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics/render.h"
+
+namespace weft::driver {
+
+enum class Command { None, Help, Version, Check };
+
+enum class Emit { Nothing, Ast, AstSexp };
+
+struct Options {
+  Command command = Command::None;
+  std::vector<std::string> inputs;
+  Emit emit = Emit::Nothing;
+  ColorMode color = ColorMode::Auto;
+  bool help = false;  // `weft COMMAND --help`
+};
+
+// Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.
+std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::string& error);
+
+// The text of `weft --help`, or of `weft COMMAND --help`.
+std::string HelpText(Command command);
+
+}  // namespace weft::driver
