@@ -48,6 +48,7 @@ struct Builder {
   Diagnostics& diagnostics;
   int depth = 0;
   std::optional<PendingNote> note = std::nullopt;
+  const Token* start = nullptr;  // where the innermost `spanned[...]` began
 };
 
 struct BuilderTag;
@@ -57,11 +58,12 @@ Builder& B(const Context& context) {
   return x3::get<BuilderTag>(context).get();
 }
 
+// The span of what the enclosing `spanned[...]` has matched so far: from the token where it began
+// to the last token consumed. (X3's own `_where` in Boost 1.74 gives the input after the match.)
 template <typename Context>
 Span SpanOf(const Context& context) {
-  auto range = x3::_where(context);
-  Iterator begin = range.begin();
-  Iterator end = range.end();
+  Iterator begin = B(context).start;
+  Iterator end = x3::_where(context).begin();
   if (begin == end) return {begin->span.file, begin->span.begin, begin->span.begin};
   return begin->span.To((end - 1)->span);
 }
@@ -185,6 +187,40 @@ struct NestedGen {
   }
 };
 constexpr NestedGen nested{};
+
+// `spanned[p]`: p, with the position where it begins available to its actions (SpanOf). Every
+// rule whose actions build nodes wraps its definition in it.
+template <typename Subject>
+struct SpannedDirective : x3::unary_parser<Subject, SpannedDirective<Subject>> {
+  using base_type = x3::unary_parser<Subject, SpannedDirective<Subject>>;
+  static bool const is_pass_through_unary = true;
+  static bool const handles_container = Subject::handles_container;
+  constexpr explicit SpannedDirective(const Subject& subject) : base_type(subject) {}
+
+  template <typename It, typename Context, typename RContext, typename Attribute>
+  bool parse(It& first, const It& last, const Context& context, RContext& rcontext, Attribute& attr) const {
+    // The start lives in the Builder (a new context entry per level would make the context's type,
+    // and so the instantiations of recursive rules, grow without bound); saved and restored so
+    // that an enclosing rule's actions see their own start again.
+    Builder& builder = B(context);
+    struct Restore {
+      Builder& builder;
+      Iterator saved;
+      ~Restore() { builder.start = saved; }
+    } restore{builder, builder.start};
+    builder.start = first;
+    return this->subject.parse(first, last, context, rcontext, attr);
+  }
+};
+
+struct SpannedGen {
+  template <typename Subject>
+  constexpr SpannedDirective<typename x3::extension::as_parser<Subject>::value_type> operator[](
+      const Subject& subject) const {
+    return SpannedDirective<typename x3::extension::as_parser<Subject>::value_type>(x3::as_parser(subject));
+  }
+};
+constexpr SpannedGen spanned{};
 
 constexpr TokenParser tk(TokenKind kind) { return TokenParser(kind); }
 constexpr KeywordParser kw(TokenKind kind) { return KeywordParser(kind); }
@@ -564,47 +600,44 @@ const auto set_slice_hi = [](auto& c) {
 // as it can, as in ML: `x |> fn y -> y + 1` and `1 + let a = 2 in a * 3` both mean what they say.
 auto const expr_def = nested[pipe_level[pass]];
 auto const open_expr_def = let_expr[pass] | if_expr[pass] | fn_expr[pass] | loop_expr[pass] | pipeline_expr[pass];
-auto const let_expr_def = (kw(TK::Let) > pattern > eq_let > expr > in_let > expr)[make_let];
-auto const if_expr_def = (kw(TK::If) > expr > then_if > expr > else_if > expr)[make_if];
-auto const fn_expr_def = (kw(TK::Fn) > fn_params > arrow_fn > expr)[make_fn];
+auto const let_expr_def = spanned[(kw(TK::Let) > pattern > eq_let > expr > in_let > expr)[make_let]];
+auto const if_expr_def = spanned[(kw(TK::If) > expr > then_if > expr > else_if > expr)[make_if]];
+auto const fn_expr_def = spanned[(kw(TK::Fn) > fn_params > arrow_fn > expr)[make_fn]];
 auto const fn_params_def = +pattern;
-auto const loop_expr_def =
-    (kw(TK::Loop) > pattern > eq_loop > expr > for_loop > counter > less_counter > expr > do_loop > expr)[make_loop];
-auto const pipeline_expr_def = (kw(TK::Pipeline) > counter > less_counter > expr > with_pipeline > pattern >
-                                eq_pipeline > expr > do_pipeline > expr)[make_pipeline];
+auto const loop_expr_def = spanned[(kw(TK::Loop) > pattern > eq_loop > expr > for_loop > counter > less_counter > expr > do_loop > expr)[make_loop]];
+auto const pipeline_expr_def = spanned[(kw(TK::Pipeline) > counter > less_counter > expr > with_pipeline > pattern >
+                                eq_pipeline > expr > do_pipeline > expr)[make_pipeline]];
 auto const counter_def = tk(TK::Identifier);
 
 // Binary levels, loosest first (language.md, Expressions); all left-associative.
-auto const pipe_level_def = (or_level >> *(tk(TK::PipeRight) > or_level))[fold_binary];
-auto const or_level_def = (and_level >> *(tk(TK::OrOr) > and_level))[fold_binary];
-auto const and_level_def = (cmp_level >> *(tk(TK::AndAnd) > cmp_level))[fold_binary];
-auto const cmp_level_def =
-    (add_level >> *(AnyOfParser{{TK::EqualEqual, TK::NotEqual, TK::Less, TK::LessEqual, TK::Greater, TK::GreaterEqual},
-                                "a comparison"} > add_level))[fold_binary];
-auto const add_level_def = (mul_level >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > mul_level))[fold_binary];
-auto const mul_level_def =
-    (matmul_level >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > matmul_level))[fold_binary];
-auto const matmul_level_def = (unary >> *(tk(TK::At) > unary))[fold_binary];
-auto const unary_def = nested[(tk(TK::Minus) > unary)[make_negate] | app[pass]];
-auto const app_def = (kw(TK::Cast) > cast_dtype > postfix)[make_cast] | (postfix >> *postfix)[make_apply];
+auto const pipe_level_def = spanned[(or_level >> *(tk(TK::PipeRight) > or_level))[fold_binary]];
+auto const or_level_def = spanned[(and_level >> *(tk(TK::OrOr) > and_level))[fold_binary]];
+auto const and_level_def = spanned[(cmp_level >> *(tk(TK::AndAnd) > cmp_level))[fold_binary]];
+auto const cmp_level_def = spanned[(add_level >> *(AnyOfParser{{TK::EqualEqual, TK::NotEqual, TK::Less, TK::LessEqual, TK::Greater, TK::GreaterEqual},
+                                "a comparison"} > add_level))[fold_binary]];
+auto const add_level_def = spanned[(mul_level >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > mul_level))[fold_binary]];
+auto const mul_level_def = spanned[(matmul_level >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > matmul_level))[fold_binary]];
+auto const matmul_level_def = spanned[(unary >> *(tk(TK::At) > unary))[fold_binary]];
+auto const unary_def = nested[spanned[(tk(TK::Minus) > unary)[make_negate] | app[pass]]];
+auto const app_def = spanned[(kw(TK::Cast) > cast_dtype > postfix)[make_cast] | (postfix >> *postfix)[make_apply]];
 auto const cast_dtype_def = DtypeParser{};
-auto const postfix_def = (atom >> *index_suffix)[make_index];
+auto const postfix_def = spanned[(atom >> *index_suffix)[make_index]];
 auto const index_suffix_def = kw(TK::IndexBracket) > index_items > close_bracket_tok;
 auto const close_bracket_tok_def = tk(TK::RBracket);
 auto const index_items_def = index_item % kw(TK::Comma);
-auto const index_item_def = (tk(TK::Colon) >> -expr)[index_colon_first] |
-                            (expr >> -slice_tail)[index_expr_first];
+auto const index_item_def = spanned[(tk(TK::Colon) >> -expr)[index_colon_first] |
+                            (expr >> -slice_tail)[index_expr_first]];
 auto const slice_tail_def = (kw(TK::Colon) >> -expr)[set_slice_hi];
-auto const atom_def = tk(TK::IntLiteral)[make_int] | tk(TK::FloatLiteral)[make_float] |
+auto const atom_def = spanned[tk(TK::IntLiteral)[make_int] | tk(TK::FloatLiteral)[make_float] |
                       tk(TK::StringLiteral)[make_string] | tk(TK::True)[make_true] | tk(TK::False)[make_false] |
                       tk(TK::Identifier)[make_var] | tk(TK::Underscore)[make_wildcard_var] | paren[pass] |
-                      list[pass] | open_expr[pass];
-auto const paren_def = (kw(TK::LParen) >> kw(TK::RParen))[make_unit] |
+                      list[pass] | open_expr[pass]];
+auto const paren_def = spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit] |
                        (kw(TK::LParen) >> binop >> kw(TK::RParen))[make_opref] |
-                       (kw(TK::LParen) > expr > paren_tail)[make_paren];
-auto const paren_tail_def = (kw(TK::Colon) > type > close_paren)[tail_type] |
-                            (*(kw(TK::Comma) > expr) > close_paren)[tail_rest];
-auto const list_def = (lbracket >> -expr_list > close_bracket)[make_list];
+                       (kw(TK::LParen) > expr > paren_tail)[make_paren]];
+auto const paren_tail_def = spanned[(kw(TK::Colon) > type > close_paren)[tail_type] |
+                            (*(kw(TK::Comma) > expr) > close_paren)[tail_rest]];
+auto const list_def = spanned[(lbracket >> -expr_list > close_bracket)[make_list]];
 auto const expr_list_def = expr % kw(TK::Comma);
 
 // ---- Types ----
@@ -678,16 +711,15 @@ const auto make_spread = [](auto& c) {
 };
 const auto make_dim_item = [](auto& c) { x3::_val(c) = ShapeItem{false, "", x3::_attr(c), SpanOf(c)}; };
 
-auto const type_def = nested[(type_atom >> -(kw(TK::Arrow) > type))[make_fn_type]];
-auto const type_atom_def =
-    tensor_type[pass] | type_paren[pass] | ContextualParser{"string"}[make_string_type];
+auto const type_def = nested[spanned[(type_atom >> -(kw(TK::Arrow) > type))[make_fn_type]]];
+auto const type_atom_def = spanned[tensor_type[pass] | type_paren[pass] | ContextualParser{"string"}[make_string_type]];
 auto const elem_tok_def = DtypeParser{} | tk(TK::TypeVariable);
-auto const tensor_type_def = (elem_tok >> -shape >> -space_layout)[make_tensor];
-auto const type_paren_def = (kw(TK::LParen) >> kw(TK::RParen))[make_unit_type] |
-                            (kw(TK::LParen) > type > *(kw(TK::Comma) > type) > close_paren)[make_tuple_type];
-auto const shape_def = (lbracket > -shape_items > close_bracket)[make_shape];
+auto const tensor_type_def = spanned[(elem_tok >> -shape >> -space_layout)[make_tensor]];
+auto const type_paren_def = spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit_type] |
+                            (kw(TK::LParen) > type > *(kw(TK::Comma) > type) > close_paren)[make_tuple_type]];
+auto const shape_def = spanned[(lbracket > -shape_items > close_bracket)[make_shape]];
 auto const shape_items_def = shape_item % kw(TK::Comma);
-auto const shape_item_def = (kw(TK::DotDot) > spread_name)[make_spread] | dim[make_dim_item];
+auto const shape_item_def = spanned[(kw(TK::DotDot) > spread_name)[make_spread] | dim[make_dim_item]];
 auto const spread_name_def = tk(TK::Identifier);
 auto const space_layout_def = kw(TK::At) > space_name > -layout_expr;
 auto const space_name_def = tk(TK::Identifier);
@@ -714,11 +746,10 @@ const auto make_dim_var = [](auto& c) {
 };
 
 auto const dim_def = nested[dim_add[pass]];
-auto const dim_add_def = (dim_mul >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > dim_mul))[fold_dim];
-auto const dim_mul_def =
-    (dim_atom >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > dim_atom))[fold_dim];
-auto const dim_atom_def = tk(TK::IntLiteral)[make_dim_int] | tk(TK::Identifier)[make_dim_var] |
-                          (kw(TK::LParen) > dim > close_paren)[pass];
+auto const dim_add_def = spanned[(dim_mul >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > dim_mul))[fold_dim]];
+auto const dim_mul_def = spanned[(dim_atom >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > dim_atom))[fold_dim]];
+auto const dim_atom_def = spanned[tk(TK::IntLiteral)[make_dim_int] | tk(TK::Identifier)[make_dim_var] |
+                          (kw(TK::LParen) > dim > close_paren)[pass]];
 
 // ---- Patterns and parameters ----
 
@@ -752,13 +783,13 @@ const auto make_out_param = [](auto& c) {
 };
 const auto make_param = [](auto& c) { x3::_val(c) = Param{x3::_attr(c), false, SpanOf(c)}; };
 
-auto const pattern_def = nested[tk(TK::Identifier)[make_pattern_name] | tk(TK::Underscore)[make_pattern_wildcard] |
+auto const pattern_def = nested[spanned[tk(TK::Identifier)[make_pattern_name] | tk(TK::Underscore)[make_pattern_wildcard] |
                                 (kw(TK::LParen) >> kw(TK::RParen))[make_pattern_unit] |
-                                (kw(TK::LParen) > pattern > pattern_tail)[make_pattern_paren]];
-auto const pattern_tail_def = (kw(TK::Colon) > type > close_paren)[tail_type] |
-                              (*(kw(TK::Comma) > pattern) > close_paren)[tail_rest];
-auto const param_def = (kw(TK::LParen) >> kw(TK::Out) > out_name > out_colon > type > close_paren)[make_out_param] |
-                       pattern[make_param];
+                                (kw(TK::LParen) > pattern > pattern_tail)[make_pattern_paren]]];
+auto const pattern_tail_def = spanned[(kw(TK::Colon) > type > close_paren)[tail_type] |
+                              (*(kw(TK::Comma) > pattern) > close_paren)[tail_rest]];
+auto const param_def = spanned[(kw(TK::LParen) >> kw(TK::Out) > out_name > out_colon > type > close_paren)[make_out_param] |
+                       pattern[make_param]];
 auto const out_name_def = tk(TK::Identifier);
 auto const out_colon_def = kw(TK::Colon);
 
@@ -818,16 +849,16 @@ const auto make_int_node = [](auto& c) {
   x3::_val(c) = std::move(node);
 };
 
-auto const layout_expr_def = nested[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] |
-                               layout_literal[pass]];
-auto const swizzle_def = (ContextualParser{"swizzle"} >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle];
+auto const layout_expr_def = nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] |
+                               layout_literal[pass]]];
+auto const swizzle_def = spanned[(ContextualParser{"swizzle"} >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
 auto const swizzle_args_def =
     tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral);
-auto const layout_call_def = (tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call];
+auto const layout_call_def = spanned[(tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call]];
 auto const layout_args_def = layout_expr % kw(TK::Comma);
-auto const layout_literal_def = (int_tree >> -(kw(TK::Colon) > int_tree))[make_layout_literal];
-auto const int_tree_def = nested[tk(TK::IntLiteral)[make_int_leaf] |
-                                 (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]];
+auto const layout_literal_def = spanned[(int_tree >> -(kw(TK::Colon) > int_tree))[make_layout_literal]];
+auto const int_tree_def = nested[spanned[tk(TK::IntLiteral)[make_int_leaf] |
+                                 (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
 auto const int_tree_list_def = int_tree % kw(TK::Comma);
 
 // ---- Declarations ----
@@ -903,21 +934,21 @@ const auto make_import = [](auto& c) {
   B(c).ast.decls().push_back(Decl{SpanOf(c), std::move(import)});
 };
 
-auto const where_item_def = (tk(TK::TypeVariable) >> kw(TK::Colon) > class_name)[make_class] | expr[make_condition];
+auto const where_item_def = spanned[(tk(TK::TypeVariable) >> kw(TK::Colon) > class_name)[make_class] | expr[make_condition]];
 auto const where_items_def = where_item % kw(TK::Comma);
 auto const class_name_def = tk(TK::Identifier);
 auto const size_binders_def = x3::omit[lbracket] > (tk(TK::Identifier) % kw(TK::Comma)) > close_bracket;
-auto const def_decl_def = (kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) >
-                           -(kw(TK::Where) > where_items) > def_eq > expr)[make_def];
+auto const def_decl_def = spanned[(kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) >
+                           -(kw(TK::Where) > where_items) > def_eq > expr)[make_def]];
 auto const def_name_def = tk(TK::Identifier);
 auto const def_eq_def = kw(TK::Equal);
-auto const kernel_decl_def = (kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) > kernel_grid >
-                              expr > kernel_threads > expr > kernel_eq > expr)[make_kernel];
+auto const kernel_decl_def = spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) > kernel_grid >
+                              expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
 auto const kernel_name_def = tk(TK::Identifier);
 auto const kernel_grid_def = kw(TK::Grid);
 auto const kernel_threads_def = kw(TK::Threads);
 auto const kernel_eq_def = kw(TK::Equal);
-auto const import_decl_def = (kw(TK::Import) > import_target)[make_import];
+auto const import_decl_def = spanned[(kw(TK::Import) > import_target)[make_import]];
 auto const import_target_def = tk(TK::Identifier) | tk(TK::StringLiteral);
 auto const decl_def = def_decl | kernel_decl | import_decl;
 
