@@ -44,7 +44,9 @@ void RenderLocated(std::string& out, const SourceManager& sources, Span span, Se
   std::string_view line = buffer.Line(at.line);
   std::string number = std::to_string(at.line);
   std::string gutter(number.size() + 1, ' ');
-  out += paint(kBlue, " " + number + " | ") + std::string(line) + "\n";
+  std::string_view shown = line;
+  while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\t')) shown.remove_suffix(1);
+  out += paint(kBlue, " " + number + " |") + (shown.empty() ? "" : " " + std::string(shown)) + "\n";
 
   // The caret line copies the tabs of the source line so that the caret lines up.
   std::string marks;

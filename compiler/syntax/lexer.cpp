@@ -35,7 +35,10 @@ class Lexer {
       if (pos_ >= text_.size()) break;
       LexOne(spaced);
     }
-    Push(TokenKind::EndOfFile, static_cast<std::uint32_t>(text_.size()));
+    // End of file sits right after the last token, so "found end of file" points where the
+    // program stops rather than at an empty line below it.
+    auto eof = tokens_.empty() ? 0u : tokens_.back().span.end;
+    tokens_.push_back({TokenKind::EndOfFile, Span{file_, eof, eof}, {}});
     return std::move(tokens_);
   }
 
