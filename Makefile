@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 # Debian 12 packages weft builds with (see docs/architecture.md).
 PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools libzstd-dev libz3-dev \
-            libboost-dev catch2 libedit-dev clang-19 libclang-rt-19-dev
+            libboost-dev catch2 libedit-dev clang-19 libclang-rt-19-dev clang-format
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
@@ -53,7 +53,7 @@ format:
 	git ls-files '*.h' '*.cpp' | xargs clang-format -i
 
 format-check:
-	git ls-files '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
+	git ls-files '*.h' '*.cpp' | xargs clang-format --dry-run --Werror && echo 'format-check: all files formatted'
 
 clean:
 	rm -rf build

@@ -8,8 +8,7 @@
 
 namespace weft {
 
-SourceBuffer::SourceBuffer(std::string name, std::string text)
-    : name_(std::move(name)), text_(std::move(text)) {
+SourceBuffer::SourceBuffer(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
   line_starts_.push_back(0);
   for (std::uint32_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
@@ -27,8 +26,7 @@ LineCol SourceBuffer::Locate(std::uint32_t offset) const {
 std::string_view SourceBuffer::Line(std::uint32_t line) const {
   if (line == 0 || line > line_starts_.size()) return {};
   std::uint32_t start = line_starts_[line - 1];
-  std::uint32_t end = line < line_starts_.size() ? line_starts_[line] - 1
-                                                 : static_cast<std::uint32_t>(text_.size());
+  std::uint32_t end = line < line_starts_.size() ? line_starts_[line] - 1 : static_cast<std::uint32_t>(text_.size());
   std::string_view result = std::string_view(text_).substr(start, end - start);
   if (!result.empty() && result.back() == '\r') result.remove_suffix(1);
   return result;

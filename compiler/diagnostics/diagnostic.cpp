@@ -23,6 +23,8 @@ Diagnostic& Diagnostics::Add(Diagnostic diagnostic) {
 InternalError::InternalError(const std::string& what, const char* file, int line)
     : std::logic_error(what + " (at " + file + ":" + std::to_string(line) + ")") {}
 
-std::string Quoted(std::string_view text) { return "`" + std::string(text) + "`"; }
+std::string Quoted(std::string_view text) {
+  return "`" + std::string(text) + "`";
+}
 
 }  // namespace weft

@@ -96,9 +96,9 @@ class InternalError : public std::logic_error {
 };
 
 #define WEFT_INTERNAL_ERROR(message) throw ::weft::InternalError((message), __FILE__, __LINE__)
-#define WEFT_CHECK(condition)                                                   \
-  do {                                                                          \
-    if (!(condition)) WEFT_INTERNAL_ERROR("check failed: " #condition);         \
+#define WEFT_CHECK(condition)                                           \
+  do {                                                                  \
+    if (!(condition)) WEFT_INTERNAL_ERROR("check failed: " #condition); \
   } while (false)
 
 // Quotes a piece of source for a message: `text`.

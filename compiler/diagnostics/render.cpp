@@ -25,8 +25,8 @@ struct Painter {
 };
 
 // One located message: the header line, the source line and the caret line under the span.
-void RenderLocated(std::string& out, const SourceManager& sources, Span span, Severity severity,
-                   std::string_view id, std::string_view message, const Painter& paint) {
+void RenderLocated(std::string& out, const SourceManager& sources, Span span, Severity severity, std::string_view id,
+                   std::string_view message, const Painter& paint) {
   const char* style = severity == Severity::Error ? kRed : severity == Severity::Warning ? kBlue : kCyan;
   std::string label = severity == Severity::Error ? "error" : severity == Severity::Warning ? "warning" : "note";
   if (!id.empty()) label += "[" + std::string(id) + "]";
@@ -37,8 +37,8 @@ void RenderLocated(std::string& out, const SourceManager& sources, Span span, Se
   }
   const SourceBuffer& buffer = sources.Get(span.file);
   LineCol at = buffer.Locate(span.begin);
-  out += paint(kBold, std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" +
-                          std::to_string(at.column) + ": ");
+  out +=
+      paint(kBold, std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ");
   out += paint(style, label) + paint(kBold, ": ") + paint(kBold, message) + "\n";
 
   std::string_view line = buffer.Line(at.line);
@@ -60,7 +60,8 @@ void RenderLocated(std::string& out, const SourceManager& sources, Span span, Se
   }
   // Underline to the end of the span or of the line, whichever comes first; at least one caret.
   std::uint32_t line_start = span.begin - static_cast<std::uint32_t>(byte);
-  std::uint32_t span_end_in_line = std::min<std::uint32_t>(span.end, line_start + static_cast<std::uint32_t>(line.size()));
+  std::uint32_t span_end_in_line =
+      std::min<std::uint32_t>(span.end, line_start + static_cast<std::uint32_t>(line.size()));
   std::uint32_t width = span_end_in_line > span.begin
                             ? CountCodePoints(buffer.text().substr(span.begin, span_end_in_line - span.begin))
                             : 1;

@@ -51,9 +51,14 @@ ExitCode RunCheck(const Options& options) {
   }
   syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
   switch (options.emit) {
-    case Emit::Ast: std::cout << syntax::Print(ast); break;
-    case Emit::AstSexp: std::cout << syntax::Dump(ast); break;
-    case Emit::Nothing: break;
+    case Emit::Ast:
+      std::cout << syntax::Print(ast);
+      break;
+    case Emit::AstSexp:
+      std::cout << syntax::Dump(ast);
+      break;
+    case Emit::Nothing:
+      break;
   }
   std::cout.flush();
   return Report(options, sources, diagnostics) ? ExitCode::InputError : ExitCode::Success;

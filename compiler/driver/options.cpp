@@ -113,8 +113,9 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     }
   }
   if (!options.help && options.inputs.size() != 1) {
-    error = options.inputs.empty() ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
-                                   : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());
+    error = options.inputs.empty()
+                ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
+                : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());
     return std::nullopt;
   }
   return options;

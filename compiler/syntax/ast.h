@@ -36,21 +36,61 @@ int Precedence(BinaryOp op);
 
 // ---- Expressions ----
 namespace expr {
-struct IntLit { std::uint64_t value; };
-struct FloatLit { std::string text; };  // as written; the checker rounds it to its type
-struct StringLit { std::string value; };  // escapes resolved
-struct BoolLit { bool value; };
-struct Var { std::string name; };
-struct OperatorRef { BinaryOp op; };  // `(+)`
-struct Apply { ExprId callee; std::vector<ExprId> args; };  // `f a b`: one node, curried meaning
-struct Lambda { std::vector<PatternId> params; ExprId body; };
-struct Let { PatternId pattern; ExprId value; ExprId body; };
-struct If { ExprId condition; ExprId then_branch; ExprId else_branch; };
-struct Binary { BinaryOp op; ExprId lhs; ExprId rhs; Span op_span; };
-struct Negate { ExprId operand; };
-struct Tuple { std::vector<ExprId> elements; };  // `()` when empty
-struct List { std::vector<ExprId> elements; };  // `[a, b]`: a tensor literal or a shape argument
-struct Ascribe { ExprId expr; TypeId type; };  // `(e : t)`
+struct IntLit {
+  std::uint64_t value;
+};
+struct FloatLit {
+  std::string text;
+};  // as written; the checker rounds it to its type
+struct StringLit {
+  std::string value;
+};  // escapes resolved
+struct BoolLit {
+  bool value;
+};
+struct Var {
+  std::string name;
+};
+struct OperatorRef {
+  BinaryOp op;
+};  // `(+)`
+struct Apply {
+  ExprId callee;
+  std::vector<ExprId> args;
+};  // `f a b`: one node, curried meaning
+struct Lambda {
+  std::vector<PatternId> params;
+  ExprId body;
+};
+struct Let {
+  PatternId pattern;
+  ExprId value;
+  ExprId body;
+};
+struct If {
+  ExprId condition;
+  ExprId then_branch;
+  ExprId else_branch;
+};
+struct Binary {
+  BinaryOp op;
+  ExprId lhs;
+  ExprId rhs;
+  Span op_span;
+};
+struct Negate {
+  ExprId operand;
+};
+struct Tuple {
+  std::vector<ExprId> elements;
+};  // `()` when empty
+struct List {
+  std::vector<ExprId> elements;
+};  // `[a, b]`: a tensor literal or a shape argument
+struct Ascribe {
+  ExprId expr;
+  TypeId type;
+};  // `(e : t)`
 struct IndexItem {
   enum class Kind : std::uint8_t { At, Slice, All };  // `i`, `a:b` (either bound may be omitted), `:`
   Kind kind;
@@ -58,10 +98,28 @@ struct IndexItem {
   ExprId hi;  // Slice: the upper bound (invalid when omitted)
   Span span;
 };
-struct Index { ExprId base; std::vector<IndexItem> items; };  // `x[i, a:b, :]`
-struct Loop { PatternId state; ExprId init; Name counter; ExprId bound; ExprId body; };  // loop p = e for i < n do e
-struct Pipeline { Name counter; ExprId bound; PatternId state; ExprId init; ExprId body; };  // pipeline i < n with p = e do e
-struct Cast { Dtype dtype; ExprId operand; };  // cast T e
+struct Index {
+  ExprId base;
+  std::vector<IndexItem> items;
+};  // `x[i, a:b, :]`
+struct Loop {
+  PatternId state;
+  ExprId init;
+  Name counter;
+  ExprId bound;
+  ExprId body;
+};  // loop p = e for i < n do e
+struct Pipeline {
+  Name counter;
+  ExprId bound;
+  PatternId state;
+  ExprId init;
+  ExprId body;
+};  // pipeline i < n with p = e do e
+struct Cast {
+  Dtype dtype;
+  ExprId operand;
+};  // cast T e
 }  // namespace expr
 
 using ExprNode = std::variant<std::monostate
@@ -75,9 +133,17 @@ struct Expr {
 
 // ---- Dimensions (inside shapes) ----
 namespace dim {
-struct Int { std::int64_t value; };
-struct Var { std::string name; };
-struct Binary { BinaryOp op; DimId lhs; DimId rhs; };  // + - * / %
+struct Int {
+  std::int64_t value;
+};
+struct Var {
+  std::string name;
+};
+struct Binary {
+  BinaryOp op;
+  DimId lhs;
+  DimId rhs;
+};  // + - * / %
 }  // namespace dim
 
 using DimNode = std::variant<std::monostate
@@ -92,17 +158,31 @@ struct Dim {
 // ---- Layouts (kernel tier, and `weft layout`) ----
 // A hierarchical integer tuple: `8` or `(4,(2,2))`.
 struct IntTree {
-  std::int64_t value = 0;          // a leaf's value
-  std::vector<IntTree> children;   // a tuple's modes; empty for a leaf
+  std::int64_t value = 0;         // a leaf's value
+  std::vector<IntTree> children;  // a tuple's modes; empty for a leaf
   bool leaf = true;
 };
 
 namespace layout {
-struct Variable { std::string name; };  // `?L`
-struct IntTuple { IntTree tuple; };  // `(4,2)`: a shape, used as a tiler or an argument
-struct Literal { IntTree shape; IntTree stride; };  // `(4,2):(2,1)`
-struct Swizzle { std::int64_t bits; std::int64_t base; std::int64_t shift; };  // `swizzle<3,4,3>`
-struct Call { Name function; std::vector<LayoutId> args; };  // `composition(A, B)`
+struct Variable {
+  std::string name;
+};  // `?L`
+struct IntTuple {
+  IntTree tuple;
+};  // `(4,2)`: a shape, used as a tiler or an argument
+struct Literal {
+  IntTree shape;
+  IntTree stride;
+};  // `(4,2):(2,1)`
+struct Swizzle {
+  std::int64_t bits;
+  std::int64_t base;
+  std::int64_t shift;
+};  // `swizzle<3,4,3>`
+struct Call {
+  Name function;
+  std::vector<LayoutId> args;
+};  // `composition(A, B)`
 }  // namespace layout
 
 using LayoutNode = std::variant<std::monostate
@@ -124,7 +204,7 @@ struct ShapeItem {
 
 struct ElemType {
   std::optional<Dtype> dtype;  // a dtype, or else the element-type variable `var`
-  std::string var;              // without the quote
+  std::string var;             // without the quote
   Span span;
 };
 
@@ -135,11 +215,18 @@ struct Tensor {
   bool has_shape = false;  // `f32` and `f32[]` mean one type but print as written
   std::vector<ShapeItem> shape;
   std::optional<Name> space;  // `@global`, `@shared`, `@reg`
-  LayoutId layout;             // optional
+  LayoutId layout;            // optional
 };
-struct Variable { std::string name; };  // `'a` standing alone: any type
-struct Tuple { std::vector<TypeId> elements; };  // `()` when empty
-struct Function { TypeId param; TypeId result; };
+struct Variable {
+  std::string name;
+};  // `'a` standing alone: any type
+struct Tuple {
+  std::vector<TypeId> elements;
+};  // `()` when empty
+struct Function {
+  TypeId param;
+  TypeId result;
+};
 struct String {};
 }  // namespace type
 
@@ -154,10 +241,17 @@ struct Type {
 
 // ---- Patterns ----
 namespace pattern {
-struct Name { std::string name; };
+struct Name {
+  std::string name;
+};
 struct Wildcard {};
-struct Tuple { std::vector<PatternId> elements; };
-struct Typed { PatternId pattern; TypeId type; };  // `(x: f32[n])`
+struct Tuple {
+  std::vector<PatternId> elements;
+};
+struct Typed {
+  PatternId pattern;
+  TypeId type;
+};  // `(x: f32[n])`
 }  // namespace pattern
 
 using PatternNode = std::variant<std::monostate

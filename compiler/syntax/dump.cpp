@@ -39,27 +39,29 @@ class Dumper {
   std::string Where(const std::vector<WhereItem>& items) {
     std::string out = "(where";
     for (const WhereItem& item : items) {
-      out += item.class_var.empty() ? " " + Form(item.condition) : " (class '" + item.class_var + " " + item.class_name.text + ")";
+      out += item.class_var.empty() ? " " + Form(item.condition)
+                                    : " (class '" + item.class_var + " " + item.class_name.text + ")";
     }
     return out + ")";
   }
 
   std::string DeclForm(const Decl& decl) {
-    return std::visit(Overloaded{
-                          [&](const Def& def) {
-                            std::string binders = "(sizes";
-                            for (const Name& n : def.size_binders) binders += " " + n.text;
-                            return "(def " + def.name.text + " " + binders + ") " + Params(def.params) + " " +
-                                   (def.result ? Form(def.result) : "(no-type)") + " " + Where(def.where) + " " +
-                                   Form(def.body) + ")";
-                          },
-                          [&](const KernelDecl& k) {
-                            return "(kernel " + k.name.text + " " + Params(k.params) + " " + Where(k.where) + " (grid " +
-                                   Form(k.grid) + ") (threads " + Form(k.threads) + ") " + Form(k.body) + ")";
-                          },
-                          [&](const Import& i) { return "(import " + std::string(i.is_path ? "path " : "module ") + i.target + ")"; },
-                      },
-                      decl.node);
+    return std::visit(
+        Overloaded{
+            [&](const Def& def) {
+              std::string binders = "(sizes";
+              for (const Name& n : def.size_binders) binders += " " + n.text;
+              return "(def " + def.name.text + " " + binders + ") " + Params(def.params) + " " +
+                     (def.result ? Form(def.result) : "(no-type)") + " " + Where(def.where) + " " + Form(def.body) +
+                     ")";
+            },
+            [&](const KernelDecl& k) {
+              return "(kernel " + k.name.text + " " + Params(k.params) + " " + Where(k.where) + " (grid " +
+                     Form(k.grid) + ") (threads " + Form(k.threads) + ") " + Form(k.body) + ")";
+            },
+            [&](const Import& i) { return "(import " + std::string(i.is_path ? "path " : "module ") + i.target + ")"; },
+        },
+        decl.node);
   }
 
   std::string Form(ExprId id) {
@@ -68,13 +70,17 @@ class Dumper {
             [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty expression node"); },
             [&](const expr::IntLit& x) { return "(int " + std::to_string(x.value) + ")"; },
             [&](const expr::FloatLit& x) { return "(float " + x.text + ")"; },
-            [&](const expr::StringLit& x) { return "(string " + std::to_string(x.value.size()) + " \"" + x.value + "\")"; },
+            [&](const expr::StringLit& x) {
+              return "(string " + std::to_string(x.value.size()) + " \"" + x.value + "\")";
+            },
             [&](const expr::BoolLit& x) { return std::string(x.value ? "(bool true)" : "(bool false)"); },
             [&](const expr::Var& x) { return "(var " + x.name + ")"; },
             [&](const expr::OperatorRef& x) { return "(operator " + std::string(Spelling(x.op)) + ")"; },
             [&](const expr::Apply& x) { return "(apply " + Form(x.callee) + List(x.args) + ")"; },
             [&](const expr::Lambda& x) { return "(fn" + List(x.params) + " " + Form(x.body) + ")"; },
-            [&](const expr::Let& x) { return "(let " + Form(x.pattern) + " " + Form(x.value) + " " + Form(x.body) + ")"; },
+            [&](const expr::Let& x) {
+              return "(let " + Form(x.pattern) + " " + Form(x.value) + " " + Form(x.body) + ")";
+            },
             [&](const expr::If& x) {
               return "(if " + Form(x.condition) + " " + Form(x.then_branch) + " " + Form(x.else_branch) + ")";
             },
@@ -89,8 +95,12 @@ class Dumper {
               std::string out = "(index " + Form(x.base);
               for (const expr::IndexItem& item : x.items) {
                 switch (item.kind) {
-                  case expr::IndexItem::Kind::At: out += " (at " + Form(item.lo) + ")"; break;
-                  case expr::IndexItem::Kind::All: out += " (all)"; break;
+                  case expr::IndexItem::Kind::At:
+                    out += " (at " + Form(item.lo) + ")";
+                    break;
+                  case expr::IndexItem::Kind::All:
+                    out += " (all)";
+                    break;
                   case expr::IndexItem::Kind::Slice:
                     out += " (slice " + (item.lo ? Form(item.lo) : "_") + " " + (item.hi ? Form(item.hi) : "_") + ")";
                     break;
@@ -106,43 +116,47 @@ class Dumper {
               return "(pipeline " + x.counter.text + " " + Form(x.bound) + " " + Form(x.state) + " " + Form(x.init) +
                      " " + Form(x.body) + ")";
             },
-            [&](const expr::Cast& x) { return "(cast " + std::string(Spelling(x.dtype)) + " " + Form(x.operand) + ")"; },
+            [&](const expr::Cast& x) {
+              return "(cast " + std::string(Spelling(x.dtype)) + " " + Form(x.operand) + ")";
+            },
         },
         ast_.Get(id).node);
   }
 
   std::string Form(PatternId id) {
-    return std::visit(Overloaded{
-                          [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty pattern node"); },
-                          [&](const pattern::Name& x) { return "(pname " + x.name + ")"; },
-                          [&](const pattern::Wildcard&) { return std::string("(pwild)"); },
-                          [&](const pattern::Tuple& x) { return "(ptuple" + List(x.elements) + ")"; },
-                          [&](const pattern::Typed& x) { return "(ptyped " + Form(x.pattern) + " " + Form(x.type) + ")"; },
-                      },
-                      ast_.Get(id).node);
+    return std::visit(
+        Overloaded{
+            [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty pattern node"); },
+            [&](const pattern::Name& x) { return "(pname " + x.name + ")"; },
+            [&](const pattern::Wildcard&) { return std::string("(pwild)"); },
+            [&](const pattern::Tuple& x) { return "(ptuple" + List(x.elements) + ")"; },
+            [&](const pattern::Typed& x) { return "(ptyped " + Form(x.pattern) + " " + Form(x.type) + ")"; },
+        },
+        ast_.Get(id).node);
   }
 
   std::string Form(TypeId id) {
-    return std::visit(
-        Overloaded{
-            [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty type node"); },
-            [&](const type::Tensor& x) {
-              std::string out = "(tensor " + (x.elem.dtype ? std::string(Spelling(*x.elem.dtype)) : "'" + x.elem.var);
-              if (x.has_shape) {
-                out += " (shape";
-                for (const ShapeItem& item : x.shape) out += item.spread ? " (spread " + item.spread_name + ")" : " " + Form(item.dim);
-                out += ")";
-              }
-              if (x.space) out += " (space " + x.space->text + ")";
-              if (x.layout) out += " " + PrintLayout(ast_, x.layout);
-              return out + ")";
-            },
-            [&](const type::Variable& x) { return "(tvar '" + x.name + ")"; },
-            [&](const type::Tuple& x) { return "(ttuple" + List(x.elements) + ")"; },
-            [&](const type::Function& x) { return "(-> " + Form(x.param) + " " + Form(x.result) + ")"; },
-            [&](const type::String&) { return std::string("(string-type)"); },
-        },
-        ast_.Get(id).node);
+    return std::visit(Overloaded{
+                          [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty type node"); },
+                          [&](const type::Tensor& x) {
+                            std::string out =
+                                "(tensor " + (x.elem.dtype ? std::string(Spelling(*x.elem.dtype)) : "'" + x.elem.var);
+                            if (x.has_shape) {
+                              out += " (shape";
+                              for (const ShapeItem& item : x.shape)
+                                out += item.spread ? " (spread " + item.spread_name + ")" : " " + Form(item.dim);
+                              out += ")";
+                            }
+                            if (x.space) out += " (space " + x.space->text + ")";
+                            if (x.layout) out += " " + PrintLayout(ast_, x.layout);
+                            return out + ")";
+                          },
+                          [&](const type::Variable& x) { return "(tvar '" + x.name + ")"; },
+                          [&](const type::Tuple& x) { return "(ttuple" + List(x.elements) + ")"; },
+                          [&](const type::Function& x) { return "(-> " + Form(x.param) + " " + Form(x.result) + ")"; },
+                          [&](const type::String&) { return std::string("(string-type)"); },
+                      },
+                      ast_.Get(id).node);
   }
 
   std::string Form(DimId id) {
@@ -162,6 +176,8 @@ class Dumper {
 
 }  // namespace
 
-std::string Dump(const Ast& ast) { return Dumper(ast).File(); }
+std::string Dump(const Ast& ast) {
+  return Dumper(ast).File();
+}
 
 }  // namespace weft::syntax

@@ -35,7 +35,7 @@ using Iterator = const Token*;
 
 struct PendingNote {
   Span span;
-  std::string what;  // "this `let`"
+  std::string what;     // "this `let`"
   bool opened = false;  // "is opened here" rather than "starts here"
 };
 
@@ -222,8 +222,12 @@ struct SpannedGen {
 };
 constexpr SpannedGen spanned{};
 
-constexpr TokenParser tk(TokenKind kind) { return TokenParser(kind); }
-constexpr KeywordParser kw(TokenKind kind) { return KeywordParser(kind); }
+constexpr TokenParser tk(TokenKind kind) {
+  return TokenParser(kind);
+}
+constexpr KeywordParser kw(TokenKind kind) {
+  return KeywordParser(kind);
+}
 
 using TK = TokenKind;
 
@@ -260,26 +264,44 @@ namespace {
 
 BinaryOp BinaryOpOf(TokenKind kind) {
   switch (kind) {
-    case TK::PipeRight: return BinaryOp::Pipe;
-    case TK::OrOr: return BinaryOp::Or;
-    case TK::AndAnd: return BinaryOp::And;
-    case TK::EqualEqual: return BinaryOp::Eq;
-    case TK::NotEqual: return BinaryOp::Ne;
-    case TK::Less: return BinaryOp::Lt;
-    case TK::LessEqual: return BinaryOp::Le;
-    case TK::Greater: return BinaryOp::Gt;
-    case TK::GreaterEqual: return BinaryOp::Ge;
-    case TK::Plus: return BinaryOp::Add;
-    case TK::Minus: return BinaryOp::Sub;
-    case TK::Star: return BinaryOp::Mul;
-    case TK::Slash: return BinaryOp::Div;
-    case TK::Percent: return BinaryOp::Mod;
-    case TK::At: return BinaryOp::MatMul;
-    default: WEFT_INTERNAL_ERROR("not a binary operator token");
+    case TK::PipeRight:
+      return BinaryOp::Pipe;
+    case TK::OrOr:
+      return BinaryOp::Or;
+    case TK::AndAnd:
+      return BinaryOp::And;
+    case TK::EqualEqual:
+      return BinaryOp::Eq;
+    case TK::NotEqual:
+      return BinaryOp::Ne;
+    case TK::Less:
+      return BinaryOp::Lt;
+    case TK::LessEqual:
+      return BinaryOp::Le;
+    case TK::Greater:
+      return BinaryOp::Gt;
+    case TK::GreaterEqual:
+      return BinaryOp::Ge;
+    case TK::Plus:
+      return BinaryOp::Add;
+    case TK::Minus:
+      return BinaryOp::Sub;
+    case TK::Star:
+      return BinaryOp::Mul;
+    case TK::Slash:
+      return BinaryOp::Div;
+    case TK::Percent:
+      return BinaryOp::Mod;
+    case TK::At:
+      return BinaryOp::MatMul;
+    default:
+      WEFT_INTERNAL_ERROR("not a binary operator token");
   }
 }
 
-Name NameOf(Iterator token) { return {std::string(token->text), token->span}; }
+Name NameOf(Iterator token) {
+  return {std::string(token->text), token->span};
+}
 
 // An integer literal's value; an out-of-range literal is reported and reads as 0.
 template <typename Context>
@@ -369,8 +391,8 @@ struct swizzle_id : OpenerHook<kThisSwizzle> {};
 // ---- Rules ----
 
 struct ParenTail {
-  TypeId type;                // `(e : t)`
-  std::vector<ExprId> rest;   // `(e, f, ...)`
+  TypeId type;               // `(e : t)`
+  std::vector<ExprId> rest;  // `(e, f, ...)`
 };
 struct SliceTail {
   ExprId hi;  // invalid when omitted
@@ -471,16 +493,17 @@ x3::rule<class size_binders_id, std::vector<Iterator>> const size_binders = "a s
 x3::rule<class class_name_id, Iterator> const class_name = "a class name (`num` or `float`)";
 x3::rule<class space_name_id, Iterator> const space_name = "a memory space (`global`, `shared` or `reg`)";
 x3::rule<class spread_name_id, Iterator> const spread_name = "a shape variable name after `..`";
-x3::rule<class swizzle_args_id, fusion::deque<Iterator, Iterator, Iterator>> const swizzle_args = "three integers `<B, M, S>`";
+x3::rule<class swizzle_args_id, fusion::deque<Iterator, Iterator, Iterator>> const swizzle_args =
+    "three integers `<B, M, S>`";
 x3::rule<class layout_args_id, std::vector<LayoutId>> const layout_args = "a layout";
 x3::rule<class int_tree_list_id, std::vector<IntTree>> const int_tree_list = "an integer or a tuple of integers";
 x3::rule<class out_name_id, Iterator> const out_name = "a name for the `out` parameter";
 x3::rule<class out_colon_id> const out_colon = "`:` and a type: an `out` parameter needs its type";
 
-const auto binop = AnyOfParser{{TK::PipeRight, TK::OrOr, TK::AndAnd, TK::EqualEqual, TK::NotEqual, TK::Less,
-                                TK::LessEqual, TK::Greater, TK::GreaterEqual, TK::Plus, TK::Minus, TK::Star,
-                                TK::Slash, TK::Percent, TK::At},
-                               "an operator"};
+const auto binop =
+    AnyOfParser{{TK::PipeRight, TK::OrOr, TK::AndAnd, TK::EqualEqual, TK::NotEqual, TK::Less, TK::LessEqual,
+                 TK::Greater, TK::GreaterEqual, TK::Plus, TK::Minus, TK::Star, TK::Slash, TK::Percent, TK::At},
+                "an operator"};
 const auto lbracket = AnyOfParser{{TK::LBracket, TK::IndexBracket}, "`[`"};
 
 // ---- Expressions ----
@@ -604,19 +627,23 @@ auto const let_expr_def = spanned[(kw(TK::Let) > pattern > eq_let > expr > in_le
 auto const if_expr_def = spanned[(kw(TK::If) > expr > then_if > expr > else_if > expr)[make_if]];
 auto const fn_expr_def = spanned[(kw(TK::Fn) > fn_params > arrow_fn > expr)[make_fn]];
 auto const fn_params_def = +pattern;
-auto const loop_expr_def = spanned[(kw(TK::Loop) > pattern > eq_loop > expr > for_loop > counter > less_counter > expr > do_loop > expr)[make_loop]];
+auto const loop_expr_def = spanned[(kw(TK::Loop) > pattern > eq_loop > expr > for_loop > counter > less_counter > expr >
+                                    do_loop > expr)[make_loop]];
 auto const pipeline_expr_def = spanned[(kw(TK::Pipeline) > counter > less_counter > expr > with_pipeline > pattern >
-                                eq_pipeline > expr > do_pipeline > expr)[make_pipeline]];
+                                        eq_pipeline > expr > do_pipeline > expr)[make_pipeline]];
 auto const counter_def = tk(TK::Identifier);
 
 // Binary levels, loosest first (language.md, Expressions); all left-associative.
 auto const pipe_level_def = spanned[(or_level >> *(tk(TK::PipeRight) > or_level))[fold_binary]];
 auto const or_level_def = spanned[(and_level >> *(tk(TK::OrOr) > and_level))[fold_binary]];
 auto const and_level_def = spanned[(cmp_level >> *(tk(TK::AndAnd) > cmp_level))[fold_binary]];
-auto const cmp_level_def = spanned[(add_level >> *(AnyOfParser{{TK::EqualEqual, TK::NotEqual, TK::Less, TK::LessEqual, TK::Greater, TK::GreaterEqual},
-                                "a comparison"} > add_level))[fold_binary]];
-auto const add_level_def = spanned[(mul_level >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > mul_level))[fold_binary]];
-auto const mul_level_def = spanned[(matmul_level >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > matmul_level))[fold_binary]];
+auto const cmp_level_def = spanned[(
+    add_level >> *(AnyOfParser{{TK::EqualEqual, TK::NotEqual, TK::Less, TK::LessEqual, TK::Greater, TK::GreaterEqual},
+                               "a comparison"} > add_level))[fold_binary]];
+auto const add_level_def =
+    spanned[(mul_level >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > mul_level))[fold_binary]];
+auto const mul_level_def = spanned[(
+    matmul_level >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > matmul_level))[fold_binary]];
 auto const matmul_level_def = spanned[(unary >> *(tk(TK::At) > unary))[fold_binary]];
 auto const unary_def = spanned[(tk(TK::Minus) > nested[unary])[make_negate] | app[pass]];
 auto const app_def = spanned[(kw(TK::Cast) > cast_dtype > postfix)[make_cast] | (postfix >> *postfix)[make_apply]];
@@ -625,18 +652,18 @@ auto const postfix_def = spanned[(atom >> *index_suffix)[make_index]];
 auto const index_suffix_def = kw(TK::IndexBracket) > index_items > close_bracket_tok;
 auto const close_bracket_tok_def = tk(TK::RBracket);
 auto const index_items_def = index_item % kw(TK::Comma);
-auto const index_item_def = spanned[(tk(TK::Colon) >> -expr)[index_colon_first] |
-                            (expr >> -slice_tail)[index_expr_first]];
+auto const index_item_def =
+    spanned[(tk(TK::Colon) >> -expr)[index_colon_first] | (expr >> -slice_tail)[index_expr_first]];
 auto const slice_tail_def = (kw(TK::Colon) >> -expr)[set_slice_hi];
-auto const atom_def = spanned[tk(TK::IntLiteral)[make_int] | tk(TK::FloatLiteral)[make_float] |
-                      tk(TK::StringLiteral)[make_string] | tk(TK::True)[make_true] | tk(TK::False)[make_false] |
-                      tk(TK::Identifier)[make_var] | tk(TK::Underscore)[make_wildcard_var] | paren[pass] |
-                      list[pass] | open_expr[pass]];
-auto const paren_def = spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit] |
-                       (kw(TK::LParen) >> binop >> kw(TK::RParen))[make_opref] |
-                       (kw(TK::LParen) > expr > paren_tail)[make_paren]];
-auto const paren_tail_def = spanned[(kw(TK::Colon) > type > close_paren)[tail_type] |
-                            (*(kw(TK::Comma) > expr) > close_paren)[tail_rest]];
+auto const atom_def =
+    spanned[tk(TK::IntLiteral)[make_int] | tk(TK::FloatLiteral)[make_float] | tk(TK::StringLiteral)[make_string] |
+            tk(TK::True)[make_true] | tk(TK::False)[make_false] | tk(TK::Identifier)[make_var] |
+            tk(TK::Underscore)[make_wildcard_var] | paren[pass] | list[pass] | open_expr[pass]];
+auto const paren_def =
+    spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit] | (kw(TK::LParen) >> binop >> kw(TK::RParen))[make_opref] |
+            (kw(TK::LParen) > expr > paren_tail)[make_paren]];
+auto const paren_tail_def =
+    spanned[(kw(TK::Colon) > type > close_paren)[tail_type] | (*(kw(TK::Comma) > expr) > close_paren)[tail_rest]];
 auto const list_def = spanned[(lbracket >> -expr_list > close_bracket)[make_list]];
 auto const expr_list_def = expr % kw(TK::Comma);
 
@@ -700,9 +727,10 @@ const auto make_shape = [](auto& c) {
       first_spread = &item;
       continue;
     }
-    Diagnostic& error = B(c).diagnostics.Emit(DiagnosticKind::TwoShapeVariables, item.span,
-                                              first_spread->spread_name, item.spread_name);
-    error.notes.push_back(MakeNote(DiagnosticKind::NoteFirstShapeVariable, first_spread->span, first_spread->spread_name));
+    Diagnostic& error = B(c).diagnostics.Emit(DiagnosticKind::TwoShapeVariables, item.span, first_spread->spread_name,
+                                              item.spread_name);
+    error.notes.push_back(
+        MakeNote(DiagnosticKind::NoteFirstShapeVariable, first_spread->span, first_spread->spread_name));
   }
   x3::_val(c).items = std::move(items);
 };
@@ -716,7 +744,7 @@ auto const type_atom_def = spanned[tensor_type[pass] | type_paren[pass] | Contex
 auto const elem_tok_def = DtypeParser{} | tk(TK::TypeVariable);
 auto const tensor_type_def = spanned[(elem_tok >> -shape >> -space_layout)[make_tensor]];
 auto const type_paren_def = spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit_type] |
-                            (kw(TK::LParen) > type > *(kw(TK::Comma) > type) > close_paren)[make_tuple_type]];
+                                    (kw(TK::LParen) > type > *(kw(TK::Comma) > type) > close_paren)[make_tuple_type]];
 auto const shape_def = spanned[(lbracket > -shape_items > close_bracket)[make_shape]];
 auto const shape_items_def = shape_item % kw(TK::Comma);
 auto const shape_item_def = spanned[(kw(TK::DotDot) > spread_name)[make_spread] | dim[make_dim_item]];
@@ -747,9 +775,10 @@ const auto make_dim_var = [](auto& c) {
 
 auto const dim_def = nested[dim_add[pass]];
 auto const dim_add_def = spanned[(dim_mul >> *(AnyOfParser{{TK::Plus, TK::Minus}, "`+` or `-`"} > dim_mul))[fold_dim]];
-auto const dim_mul_def = spanned[(dim_atom >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > dim_atom))[fold_dim]];
+auto const dim_mul_def =
+    spanned[(dim_atom >> *(AnyOfParser{{TK::Star, TK::Slash, TK::Percent}, "`*`, `/` or `%`"} > dim_atom))[fold_dim]];
 auto const dim_atom_def = spanned[tk(TK::IntLiteral)[make_dim_int] | tk(TK::Identifier)[make_dim_var] |
-                          (kw(TK::LParen) > dim > close_paren)[pass]];
+                                  (kw(TK::LParen) > dim > close_paren)[pass]];
 
 // ---- Patterns and parameters ----
 
@@ -783,13 +812,15 @@ const auto make_out_param = [](auto& c) {
 };
 const auto make_param = [](auto& c) { x3::_val(c) = Param{x3::_attr(c), false, SpanOf(c)}; };
 
-auto const pattern_def = nested[spanned[tk(TK::Identifier)[make_pattern_name] | tk(TK::Underscore)[make_pattern_wildcard] |
-                                (kw(TK::LParen) >> kw(TK::RParen))[make_pattern_unit] |
-                                (kw(TK::LParen) > pattern > pattern_tail)[make_pattern_paren]]];
-auto const pattern_tail_def = spanned[(kw(TK::Colon) > type > close_paren)[tail_type] |
-                              (*(kw(TK::Comma) > pattern) > close_paren)[tail_rest]];
-auto const param_def = spanned[(kw(TK::LParen) >> kw(TK::Out) > out_name > out_colon > type > close_paren)[make_out_param] |
-                       pattern[make_param]];
+auto const pattern_def =
+    nested[spanned[tk(TK::Identifier)[make_pattern_name] | tk(TK::Underscore)[make_pattern_wildcard] |
+                   (kw(TK::LParen) >> kw(TK::RParen))[make_pattern_unit] |
+                   (kw(TK::LParen) > pattern > pattern_tail)[make_pattern_paren]]];
+auto const pattern_tail_def =
+    spanned[(kw(TK::Colon) > type > close_paren)[tail_type] | (*(kw(TK::Comma) > pattern) > close_paren)[tail_rest]];
+auto const param_def =
+    spanned[(kw(TK::LParen) >> kw(TK::Out) > out_name > out_colon > type > close_paren)[make_out_param] |
+            pattern[make_param]];
 auto const out_name_def = tk(TK::Identifier);
 auto const out_colon_def = kw(TK::Colon);
 
@@ -817,8 +848,9 @@ const auto make_layout_var = [](auto& c) {
 const auto make_swizzle = [](auto& c) {
   auto& args = fusion::at_c<1>(x3::_attr(c));
   auto value = [&](Iterator token) { return static_cast<std::int64_t>(IntValue(c, token, 64)); };
-  x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Swizzle{value(fusion::at_c<0>(args)), value(fusion::at_c<1>(args)),
-                                                              value(fusion::at_c<2>(args))}});
+  x3::_val(c) =
+      B(c).ast.Add(Layout{SpanOf(c), layout::Swizzle{value(fusion::at_c<0>(args)), value(fusion::at_c<1>(args)),
+                                                     value(fusion::at_c<2>(args))}});
 };
 const auto make_layout_call = [](auto& c) {
   auto& a = x3::_attr(c);
@@ -849,16 +881,18 @@ const auto make_int_node = [](auto& c) {
   x3::_val(c) = std::move(node);
 };
 
-auto const layout_expr_def = nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] |
-                               layout_literal[pass]]];
-auto const swizzle_def = spanned[(ContextualParser{"swizzle"} >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
-auto const swizzle_args_def =
-    tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral);
-auto const layout_call_def = spanned[(tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call]];
+auto const layout_expr_def =
+    nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] | layout_literal[pass]]];
+auto const swizzle_def =
+    spanned[(ContextualParser{"swizzle"} >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
+auto const swizzle_args_def = tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral) > kw(TK::Comma) >
+                              tk(TK::IntLiteral);
+auto const layout_call_def =
+    spanned[(tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call]];
 auto const layout_args_def = layout_expr % kw(TK::Comma);
 auto const layout_literal_def = spanned[(int_tree >> -(kw(TK::Colon) > int_tree))[make_layout_literal]];
-auto const int_tree_def = nested[spanned[tk(TK::IntLiteral)[make_int_leaf] |
-                                 (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
+auto const int_tree_def =
+    nested[spanned[tk(TK::IntLiteral)[make_int_leaf] | (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
 auto const int_tree_list_def = int_tree % kw(TK::Comma);
 
 // ---- Declarations ----
@@ -934,16 +968,17 @@ const auto make_import = [](auto& c) {
   B(c).ast.decls().push_back(Decl{SpanOf(c), std::move(import)});
 };
 
-auto const where_item_def = spanned[(tk(TK::TypeVariable) >> kw(TK::Colon) > class_name)[make_class] | expr[make_condition]];
+auto const where_item_def =
+    spanned[(tk(TK::TypeVariable) >> kw(TK::Colon) > class_name)[make_class] | expr[make_condition]];
 auto const where_items_def = where_item % kw(TK::Comma);
 auto const class_name_def = tk(TK::Identifier);
 auto const size_binders_def = x3::omit[lbracket] > (tk(TK::Identifier) % kw(TK::Comma)) > close_bracket;
 auto const def_decl_def = spanned[(kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) >
-                           -(kw(TK::Where) > where_items) > def_eq > expr)[make_def]];
+                                   -(kw(TK::Where) > where_items) > def_eq > expr)[make_def]];
 auto const def_name_def = tk(TK::Identifier);
 auto const def_eq_def = kw(TK::Equal);
-auto const kernel_decl_def = spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) > kernel_grid >
-                              expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
+auto const kernel_decl_def = spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) >
+                                      kernel_grid > expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
 auto const kernel_name_def = tk(TK::Identifier);
 auto const kernel_grid_def = kw(TK::Grid);
 auto const kernel_threads_def = kw(TK::Threads);
@@ -970,21 +1005,24 @@ auto const close_bracket_def = kw(TK::RBracket);
 
 BOOST_SPIRIT_DEFINE(expr, open_expr, let_expr, if_expr, fn_expr, fn_params, loop_expr, pipeline_expr, counter,
                     pipe_level, or_level, and_level, cmp_level, add_level, mul_level, matmul_level, unary, app,
-                    cast_dtype, postfix, index_suffix, close_bracket_tok, index_items, index_item, slice_tail, atom, paren,
-                    paren_tail, list, expr_list)
-BOOST_SPIRIT_DEFINE(type, type_atom, elem_tok, tensor_type, type_paren, shape, shape_items, shape_item,
-                    spread_name, space_layout, space_name)
+                    cast_dtype, postfix, index_suffix, close_bracket_tok, index_items, index_item, slice_tail, atom,
+                    paren, paren_tail, list, expr_list)
+BOOST_SPIRIT_DEFINE(type, type_atom, elem_tok, tensor_type, type_paren, shape, shape_items, shape_item, spread_name,
+                    space_layout, space_name)
 BOOST_SPIRIT_DEFINE(dim, dim_add, dim_mul, dim_atom)
 BOOST_SPIRIT_DEFINE(pattern, pattern_tail, param, out_name, out_colon)
-BOOST_SPIRIT_DEFINE(layout_expr, swizzle, swizzle_args, layout_call, layout_args, layout_literal, int_tree, int_tree_list)
+BOOST_SPIRIT_DEFINE(layout_expr, swizzle, swizzle_args, layout_call, layout_args, layout_literal, int_tree,
+                    int_tree_list)
 BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, def_decl, def_name, def_eq, kernel_decl,
                     kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl, import_target, decl)
-BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop,
-                    with_pipeline, eq_pipeline, do_pipeline, close_paren, close_bracket)
+BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop, with_pipeline,
+                    eq_pipeline, do_pipeline, close_paren, close_bracket)
 
 // ---- Driving the grammar ----
 
-bool IsDeclStart(TokenKind kind) { return kind == TK::Def || kind == TK::Kernel || kind == TK::Import; }
+bool IsDeclStart(TokenKind kind) {
+  return kind == TK::Def || kind == TK::Kernel || kind == TK::Import;
+}
 
 // Reports a failure at `at` unless the lexer already reported that token.
 void ReportExpected(Builder& builder, Iterator at, const std::string& what) {
@@ -1020,7 +1058,8 @@ void ParseTokens(const std::vector<Token>& tokens, Builder& builder) {
   while (first != last) {
     Iterator start = first;
     if (!IsDeclStart(first->kind)) {
-      if (first->kind != TK::Error) builder.diagnostics.Emit(DiagnosticKind::ExpectedDeclaration, first->span, DescribeFound(*first));
+      if (first->kind != TK::Error)
+        builder.diagnostics.Emit(DiagnosticKind::ExpectedDeclaration, first->span, DescribeFound(*first));
     } else if (ParseOne(builder, decl, first, last)) {
       continue;
     }

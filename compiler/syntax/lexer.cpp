@@ -20,9 +20,15 @@ const llvm::StringMap<TokenKind>& Keywords() {
   return keywords;
 }
 
-bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsIdentContinue(char c) { return IsIdentStart(c) || IsDigit(c) || c == '\''; }
+bool IsIdentStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool IsIdentContinue(char c) {
+  return IsIdentStart(c) || IsDigit(c) || c == '\'';
+}
 
 class Lexer {
  public:
@@ -116,14 +122,18 @@ class Lexer {
       TokenKind kind;
     };
     static constexpr Symbol kSymbols[] = {
-        {"->", TokenKind::Arrow},      {"|>", TokenKind::PipeRight},   {"||", TokenKind::OrOr},
-        {"&&", TokenKind::AndAnd},     {"==", TokenKind::EqualEqual},  {"!=", TokenKind::NotEqual},
-        {"<=", TokenKind::LessEqual},  {">=", TokenKind::GreaterEqual}, {"..", TokenKind::DotDot},
-        {"(", TokenKind::LParen},      {")", TokenKind::RParen},       {"]", TokenKind::RBracket},
-        {",", TokenKind::Comma},       {":", TokenKind::Colon},        {"=", TokenKind::Equal},
-        {"<", TokenKind::Less},        {">", TokenKind::Greater},      {"+", TokenKind::Plus},
-        {"-", TokenKind::Minus},       {"*", TokenKind::Star},         {"/", TokenKind::Slash},
-        {"%", TokenKind::Percent},     {"@", TokenKind::At},
+        {"->", TokenKind::Arrow},      {"|>", TokenKind::PipeRight},
+        {"||", TokenKind::OrOr},       {"&&", TokenKind::AndAnd},
+        {"==", TokenKind::EqualEqual}, {"!=", TokenKind::NotEqual},
+        {"<=", TokenKind::LessEqual},  {">=", TokenKind::GreaterEqual},
+        {"..", TokenKind::DotDot},     {"(", TokenKind::LParen},
+        {")", TokenKind::RParen},      {"]", TokenKind::RBracket},
+        {",", TokenKind::Comma},       {":", TokenKind::Colon},
+        {"=", TokenKind::Equal},       {"<", TokenKind::Less},
+        {">", TokenKind::Greater},     {"+", TokenKind::Plus},
+        {"-", TokenKind::Minus},       {"*", TokenKind::Star},
+        {"/", TokenKind::Slash},       {"%", TokenKind::Percent},
+        {"@", TokenKind::At},
     };
     for (const Symbol& symbol : kSymbols) {
       if (text_.substr(pos_, symbol.text.size()) == symbol.text) {
@@ -137,7 +147,11 @@ class Lexer {
   void LexBadCharacter(std::uint32_t begin) {
     auto byte = static_cast<unsigned char>(text_[pos_]);
     // Decode one UTF-8 sequence so the message shows the character, not its bytes.
-    std::size_t length = byte < 0x80 ? 1 : (byte & 0xE0) == 0xC0 ? 2 : (byte & 0xF0) == 0xE0 ? 3 : (byte & 0xF8) == 0xF0 ? 4 : 0;
+    std::size_t length = byte < 0x80             ? 1
+                         : (byte & 0xE0) == 0xC0 ? 2
+                         : (byte & 0xF0) == 0xE0 ? 3
+                         : (byte & 0xF8) == 0xF0 ? 4
+                                                 : 0;
     bool valid = length > 0 && pos_ + length <= text_.size();
     for (std::size_t i = 1; valid && i < length; ++i) {
       valid = (static_cast<unsigned char>(text_[pos_ + i]) & 0xC0) == 0x80;

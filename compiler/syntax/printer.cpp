@@ -26,11 +26,20 @@ std::string Escape(std::string_view value) {
   std::string out = "\"";
   for (char c : value) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -77,9 +86,7 @@ class Printer {
               out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
               return out + " =\n  " + Indented(kernel.body);
             },
-            [&](const Import& import) {
-              return "import " + (import.is_path ? Escape(import.target) : import.target);
-            },
+            [&](const Import& import) { return "import " + (import.is_path ? Escape(import.target) : import.target); },
         },
         decl.node);
   }
@@ -219,32 +226,36 @@ class Printer {
   }
 
   std::string TypeText(TypeId id) {
-    return std::visit(
-        Overloaded{
-            [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty type node"); },
-            [&](const type::Tensor& tensor) {
-              std::string out = tensor.elem.dtype ? std::string(Spelling(*tensor.elem.dtype)) : "'" + tensor.elem.var;
-              if (tensor.has_shape) {
-                out += "[" + Join(tensor.shape, ", ", [&](const ShapeItem& item) {
-                         return item.spread ? ".." + item.spread_name : DimText(item.dim, 0);
-                       }) + "]";
-              }
-              if (tensor.space) out += " @" + tensor.space->text;
-              if (tensor.layout) out += " " + LayoutText(tensor.layout);
-              return out;
-            },
-            [&](const type::Variable& var) { return "'" + var.name; },
-            [&](const type::Tuple& tuple) {
-              return "(" + Join(tuple.elements, ", ", [&](TypeId t) { return TypeText(t); }) + ")";
-            },
-            [&](const type::Function& function) {
-              std::string param = TypeText(function.param);
-              if (std::holds_alternative<type::Function>(ast_.Get(function.param).node)) param = "(" + param + ")";
-              return param + " -> " + TypeText(function.result);
-            },
-            [&](const type::String&) { return std::string("string"); },
-        },
-        ast_.Get(id).node);
+    return std::visit(Overloaded{
+                          [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty type node"); },
+                          [&](const type::Tensor& tensor) {
+                            std::string out =
+                                tensor.elem.dtype ? std::string(Spelling(*tensor.elem.dtype)) : "'" + tensor.elem.var;
+                            if (tensor.has_shape) {
+                              out += "[" +
+                                     Join(tensor.shape, ", ",
+                                          [&](const ShapeItem& item) {
+                                            return item.spread ? ".." + item.spread_name : DimText(item.dim, 0);
+                                          }) +
+                                     "]";
+                            }
+                            if (tensor.space) out += " @" + tensor.space->text;
+                            if (tensor.layout) out += " " + LayoutText(tensor.layout);
+                            return out;
+                          },
+                          [&](const type::Variable& var) { return "'" + var.name; },
+                          [&](const type::Tuple& tuple) {
+                            return "(" + Join(tuple.elements, ", ", [&](TypeId t) { return TypeText(t); }) + ")";
+                          },
+                          [&](const type::Function& function) {
+                            std::string param = TypeText(function.param);
+                            if (std::holds_alternative<type::Function>(ast_.Get(function.param).node))
+                              param = "(" + param + ")";
+                            return param + " -> " + TypeText(function.result);
+                          },
+                          [&](const type::String&) { return std::string("string"); },
+                      },
+                      ast_.Get(id).node);
   }
 
   std::string DimText(DimId id, int context) {
@@ -265,21 +276,23 @@ class Printer {
   }
 
   std::string LayoutText(LayoutId id) {
-    return std::visit(
-        Overloaded{
-            [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty layout node"); },
-            [&](const layout::Variable& var) { return "?" + var.name; },
-            [&](const layout::IntTuple& tuple) { return FormatIntTree(tuple.tuple); },
-            [&](const layout::Literal& literal) { return FormatIntTree(literal.shape) + ":" + FormatIntTree(literal.stride); },
-            [&](const layout::Swizzle& swizzle) {
-              return "swizzle<" + std::to_string(swizzle.bits) + "," + std::to_string(swizzle.base) + "," +
-                     std::to_string(swizzle.shift) + ">";
-            },
-            [&](const layout::Call& call) {
-              return call.function.text + "(" + Join(call.args, ", ", [&](LayoutId a) { return LayoutText(a); }) + ")";
-            },
-        },
-        ast_.Get(id).node);
+    return std::visit(Overloaded{
+                          [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty layout node"); },
+                          [&](const layout::Variable& var) { return "?" + var.name; },
+                          [&](const layout::IntTuple& tuple) { return FormatIntTree(tuple.tuple); },
+                          [&](const layout::Literal& literal) {
+                            return FormatIntTree(literal.shape) + ":" + FormatIntTree(literal.stride);
+                          },
+                          [&](const layout::Swizzle& swizzle) {
+                            return "swizzle<" + std::to_string(swizzle.bits) + "," + std::to_string(swizzle.base) +
+                                   "," + std::to_string(swizzle.shift) + ">";
+                          },
+                          [&](const layout::Call& call) {
+                            return call.function.text + "(" +
+                                   Join(call.args, ", ", [&](LayoutId a) { return LayoutText(a); }) + ")";
+                          },
+                      },
+                      ast_.Get(id).node);
   }
 
  private:
@@ -290,42 +303,64 @@ class Printer {
 
 std::string_view Spelling(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Pipe: return "|>";
-    case BinaryOp::Or: return "||";
-    case BinaryOp::And: return "&&";
-    case BinaryOp::Eq: return "==";
-    case BinaryOp::Ne: return "!=";
-    case BinaryOp::Lt: return "<";
-    case BinaryOp::Le: return "<=";
-    case BinaryOp::Gt: return ">";
-    case BinaryOp::Ge: return ">=";
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::MatMul: return "@";
+    case BinaryOp::Pipe:
+      return "|>";
+    case BinaryOp::Or:
+      return "||";
+    case BinaryOp::And:
+      return "&&";
+    case BinaryOp::Eq:
+      return "==";
+    case BinaryOp::Ne:
+      return "!=";
+    case BinaryOp::Lt:
+      return "<";
+    case BinaryOp::Le:
+      return "<=";
+    case BinaryOp::Gt:
+      return ">";
+    case BinaryOp::Ge:
+      return ">=";
+    case BinaryOp::Add:
+      return "+";
+    case BinaryOp::Sub:
+      return "-";
+    case BinaryOp::Mul:
+      return "*";
+    case BinaryOp::Div:
+      return "/";
+    case BinaryOp::Mod:
+      return "%";
+    case BinaryOp::MatMul:
+      return "@";
   }
   return "?";
 }
 
 int Precedence(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Pipe: return 1;
-    case BinaryOp::Or: return 2;
-    case BinaryOp::And: return 3;
+    case BinaryOp::Pipe:
+      return 1;
+    case BinaryOp::Or:
+      return 2;
+    case BinaryOp::And:
+      return 3;
     case BinaryOp::Eq:
     case BinaryOp::Ne:
     case BinaryOp::Lt:
     case BinaryOp::Le:
     case BinaryOp::Gt:
-    case BinaryOp::Ge: return 4;
+    case BinaryOp::Ge:
+      return 4;
     case BinaryOp::Add:
-    case BinaryOp::Sub: return 5;
+    case BinaryOp::Sub:
+      return 5;
     case BinaryOp::Mul:
     case BinaryOp::Div:
-    case BinaryOp::Mod: return 6;
-    case BinaryOp::MatMul: return 7;
+    case BinaryOp::Mod:
+      return 6;
+    case BinaryOp::MatMul:
+      return 7;
   }
   return 0;
 }
@@ -335,8 +370,12 @@ std::string FormatIntTree(const IntTree& tree) {
   return "(" + Join(tree.children, ",", [](const IntTree& child) { return FormatIntTree(child); }) + ")";
 }
 
-std::string Print(const Ast& ast) { return Printer(ast).File(); }
+std::string Print(const Ast& ast) {
+  return Printer(ast).File();
+}
 
-std::string PrintLayout(const Ast& ast, LayoutId layout) { return Printer(ast).LayoutText(layout); }
+std::string PrintLayout(const Ast& ast, LayoutId layout) {
+  return Printer(ast).LayoutText(layout);
+}
 
 }  // namespace weft::syntax

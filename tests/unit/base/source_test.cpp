@@ -5,7 +5,7 @@
 namespace weft {
 namespace {
 
-TEST_CASE("lines and columns are 1-based, columns count code points", "[source]") {
+TEST_CASE("lines and columns are 1-based and columns count code points", "[source]") {
   SourceManager sources;
   FileId file = sources.Add("t.weft", "ab\n\xC3\xA9x y\n\nlast");
   const SourceBuffer& buffer = sources.Get(file);

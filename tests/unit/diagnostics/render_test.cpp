@@ -5,7 +5,7 @@
 namespace weft {
 namespace {
 
-TEST_CASE("a diagnostic renders as location, source line and caret", "[render]") {
+TEST_CASE("a diagnostic renders as location and source line and caret", "[render]") {
   SourceManager sources;
   FileId file = sources.Add("m.weft", "def f =\n  let x = 1\ndef g = 2\n");
   Diagnostic error = MakeDiagnostic(DiagnosticKind::ExpectedFound, Span{file, 20, 23}, "`in`", "`def`");

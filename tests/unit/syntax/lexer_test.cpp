@@ -17,23 +17,23 @@ std::vector<TokenKind> Kinds(const std::string& text, Diagnostics* out = nullptr
 
 using K = TokenKind;
 
-TEST_CASE("keywords, dtypes, names and variables", "[lexer]") {
+TEST_CASE("keywords and dtypes and names and variables", "[lexer]") {
   CHECK(Kinds("def kernel let in fn x_1' f32 bf16 'a ?L _ cast") ==
         std::vector<K>{K::Def, K::Kernel, K::Let, K::In, K::Fn, K::Identifier, K::F32, K::BF16, K::TypeVariable,
                        K::LayoutVariable, K::Underscore, K::Cast, K::EndOfFile});
 }
 
-TEST_CASE("a `[` right after a token indexes; after a space it opens a list", "[lexer]") {
+TEST_CASE("a bracket right after a token indexes and after a space opens a list", "[lexer]") {
   CHECK(Kinds("x[0]") == std::vector<K>{K::Identifier, K::IndexBracket, K::IntLiteral, K::RBracket, K::EndOfFile});
   CHECK(Kinds("f [0]") == std::vector<K>{K::Identifier, K::LBracket, K::IntLiteral, K::RBracket, K::EndOfFile});
-  CHECK(Kinds("[1]")[0] == K::LBracket);          // start of file counts as space
+  CHECK(Kinds("[1]")[0] == K::LBracket);           // start of file counts as space
   CHECK(Kinds("f {- c -}[1]")[1] == K::LBracket);  // so does a comment
   CHECK(Kinds("f\n[1]")[1] == K::LBracket);
 }
 
 TEST_CASE("numbers", "[lexer]") {
-  CHECK(Kinds("42 1.0 2.5e-3 1e5 7E+2") ==
-        std::vector<K>{K::IntLiteral, K::FloatLiteral, K::FloatLiteral, K::FloatLiteral, K::FloatLiteral, K::EndOfFile});
+  CHECK(Kinds("42 1.0 2.5e-3 1e5 7E+2") == std::vector<K>{K::IntLiteral, K::FloatLiteral, K::FloatLiteral,
+                                                          K::FloatLiteral, K::FloatLiteral, K::EndOfFile});
   // `1..` is not a float: the dots are a shape-variable marker.
   CHECK(Kinds("1..s") == std::vector<K>{K::IntLiteral, K::DotDot, K::Identifier, K::EndOfFile});
   Diagnostics diagnostics;
@@ -47,7 +47,7 @@ TEST_CASE("operators take the longest match", "[lexer]") {
                        K::GreaterEqual, K::Less, K::Greater, K::Equal, K::At, K::DotDot, K::EndOfFile});
 }
 
-TEST_CASE("comments, including nested block comments, vanish", "[lexer]") {
+TEST_CASE("comments including nested block comments vanish", "[lexer]") {
   CHECK(Kinds("a -- b c\nd") == std::vector<K>{K::Identifier, K::Identifier, K::EndOfFile});
   CHECK(Kinds("a {- x {- y -} z -} b") == std::vector<K>{K::Identifier, K::Identifier, K::EndOfFile});
   Diagnostics diagnostics;
@@ -68,7 +68,7 @@ TEST_CASE("strings and their errors", "[lexer]") {
   CHECK(diagnostics.all()[0].kind == DiagnosticKind::UnknownEscape);
 }
 
-TEST_CASE("bad characters and bytes are reported once each, and lexing goes on", "[lexer]") {
+TEST_CASE("bad characters and bytes are reported once each and lexing goes on", "[lexer]") {
   Diagnostics diagnostics;
   CHECK(Kinds("a $ \xFF b \xE2\x82\xAC", &diagnostics) ==
         std::vector<K>{K::Identifier, K::Error, K::Error, K::Identifier, K::Error, K::EndOfFile});

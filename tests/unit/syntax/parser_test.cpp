@@ -8,7 +8,7 @@ namespace {
 using testing::DumpExpr;
 using testing::ParseText;
 
-TEST_CASE("binary operators follow language.md's precedence, loosest first", "[parser]") {
+TEST_CASE("binary operators follow language.md's precedence loosest first", "[parser]") {
   CHECK(DumpExpr("a |> f || b") == "(|> (var a) (|| (var f) (var b)))");
   CHECK(DumpExpr("a || b && c") == "(|| (var a) (&& (var b) (var c)))");
   CHECK(DumpExpr("a && b == c") == "(&& (var a) (== (var b) (var c)))");
@@ -34,7 +34,7 @@ TEST_CASE("open constructs extend as far right as they can", "[parser]") {
   CHECK(DumpExpr("if a then b else c + d") == "(if (var a) (var b) (+ (var c) (var d)))");
 }
 
-TEST_CASE("the whitespace rule for `[`", "[parser]") {
+TEST_CASE("the whitespace rule for an opening bracket", "[parser]") {
   CHECK(DumpExpr("zeros [m, 2 * n]") == "(apply (var zeros) (list (var m) (* (int 2) (var n))))");
   CHECK(DumpExpr("x[0:4]") == "(index (var x) (slice (int 0) (int 4)))");
   CHECK(DumpExpr("x [0]") == "(apply (var x) (list (int 0)))");
@@ -42,7 +42,7 @@ TEST_CASE("the whitespace rule for `[`", "[parser]") {
   CHECK(DumpExpr("[[1, 2],[3]]") == "(list (list (int 1) (int 2)) (list (int 3)))");
 }
 
-TEST_CASE("atoms: tuples, unit, sections, ascriptions, casts, literals", "[parser]") {
+TEST_CASE("atoms are tuples and unit and sections and ascriptions and casts and literals", "[parser]") {
   CHECK(DumpExpr("(a, b, c)") == "(tuple (var a) (var b) (var c))");
   CHECK(DumpExpr("()") == "(tuple)");
   CHECK(DumpExpr("((a))") == "(var a)");
@@ -56,14 +56,13 @@ TEST_CASE("atoms: tuples, unit, sections, ascriptions, casts, literals", "[parse
 }
 
 TEST_CASE("loops and pipelines", "[parser]") {
-  CHECK(DumpExpr("loop acc = 0 for i < n do acc + i") ==
-        "(loop (pname acc) (int 0) i (var n) (+ (var acc) (var i)))");
+  CHECK(DumpExpr("loop acc = 0 for i < n do acc + i") == "(loop (pname acc) (int 0) i (var n) (+ (var acc) (var i)))");
   CHECK(DumpExpr("pipeline k < n / 64 with (a, b) = (x, y) do f a b") ==
         "(pipeline k (/ (var n) (int 64)) (ptuple (pname a) (pname b)) (tuple (var x) (var y)) "
         "(apply (var f) (var a) (var b)))");
 }
 
-TEST_CASE("types, shapes and dims", "[parser]") {
+TEST_CASE("types and shapes and dims", "[parser]") {
   auto parsed = ParseText("def f (x: 't[..b, n + 1, 2 * (m - 1)]) (g: 'a -> 'a -> ('a, string)) : 't[] = x");
   CHECK(parsed.Errors().empty());
   CHECK(parsed.dump ==
@@ -74,7 +73,8 @@ TEST_CASE("types, shapes and dims", "[parser]") {
 
 TEST_CASE("kernel-tier types carry spaces and layouts", "[parser]") {
   auto parsed = ParseText(
-      "def f (a: f32[128, 64] @shared swizzle<3,4,3>) (b: bf16[8] @reg ?L) (c: f32[4] @shared (4,(2,2)):(2,(1,8))) = a");
+      "def f (a: f32[128, 64] @shared swizzle<3,4,3>) (b: bf16[8] @reg ?L) (c: f32[4] @shared (4,(2,2)):(2,(1,8))) = "
+      "a");
   CHECK(parsed.Errors().empty());
   CHECK(parsed.dump ==
         "(def f (sizes) (params (ptyped (pname a) (tensor f32 (shape 128 64) (space shared) swizzle<3,4,3>)) "
@@ -82,7 +82,7 @@ TEST_CASE("kernel-tier types carry spaces and layouts", "[parser]") {
         "(ptyped (pname c) (tensor f32 (shape 4) (space shared) (4,(2,2)):(2,(1,8))))) (no-type) (where) (var a))\n");
 }
 
-TEST_CASE("declarations: binders, where clauses, kernels, imports", "[parser]") {
+TEST_CASE("declarations with binders and where clauses and kernels and imports", "[parser]") {
   auto parsed = ParseText(
       "import nn\n"
       "import \"lib/x.weft\"\n"
@@ -99,7 +99,7 @@ TEST_CASE("declarations: binders, where clauses, kernels, imports", "[parser]") 
         "(apply (var store) (var c) (var a)))\n");
 }
 
-TEST_CASE("after an error, parsing resumes at the next declaration", "[parser]") {
+TEST_CASE("after an error parsing resumes at the next declaration", "[parser]") {
   auto parsed = ParseText(
       "def a = (1 +\n"
       "def b = 2\n"

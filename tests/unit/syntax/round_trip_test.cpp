@@ -68,7 +68,8 @@ TEST_CASE("tricky printing cases round-trip", "[round-trip]") {
            "def f = cast f32 (g x)",
            "def f = [fn x -> x, (a, b), ()]",
            "def f (x: f32[(n + 1) * 2 - m % 4, ..s]) = x",
-           "kernel k (out c: f32[4] @shared composition(swizzle<3,4,3>, (8,64):(64,1))) grid (let a = 1 in a) threads 32 = c",
+           "kernel k (out c: f32[4] @shared composition(swizzle<3,4,3>, (8,64):(64,1))) grid (let a = 1 in a) threads "
+           "32 = c",
        }) {
     CheckRoundTrip(text, text);
   }
