@@ -15,8 +15,10 @@ config.substitutions.append(("%weft", config.weft_binary))
 config.substitutions.append(("FileCheck", config.filecheck + " --dump-input=fail"))
 config.substitutions.append(("%stdlib", os.path.join(config.weft_source_dir, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(config.weft_source_dir, "examples")))
-# `not` inverts an exit status; from LLVM's tools.
-config.substitutions.append(("not ", os.path.join(config.llvm_tools_dir, "not") + " "))
+# `not` inverts an exit status and `count N` checks a line count; both from LLVM's tools. The
+# patterns are regular expressions: only the whole words at the start of a command are replaced.
+config.substitutions.append((r"(^|\| )not ", r"\1" + os.path.join(config.llvm_tools_dir, "not") + " "))
+config.substitutions.append((r"\| count ", "| " + os.path.join(config.llvm_tools_dir, "count") + " "))
 
 # Sanitizer builds: fail on leaks and UB, and never colour the output.
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
