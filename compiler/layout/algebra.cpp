@@ -25,7 +25,9 @@ namespace {
 
 using Modes = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
-std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t CeilDiv(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Layouts are tile-sized; past this many coordinates the brute-force checks are skipped.
 constexpr std::int64_t kCheckLimit = std::int64_t{1} << 22;
@@ -56,10 +58,9 @@ Result<Layout> ComposeLeaf(const Modes& lhs, const Layout& a, const Layout& b, s
     }
     std::int64_t new_shape = std::min(next_shape, rest_shape);
     if (rest_shape % new_shape != 0) {
-      return MakeError("cannot compose `" + ToString(a) + "` with `" + ToString(b) + "`: " +
-                       std::to_string(new_shape) + " elements fit in a mode of size " + std::to_string(cs) +
-                       " but " + std::to_string(rest_shape) + " is not a multiple of " +
-                       std::to_string(new_shape) + " (shape divisibility)");
+      return MakeError("cannot compose `" + ToString(a) + "` with `" + ToString(b) + "`: " + std::to_string(new_shape) +
+                       " elements fit in a mode of size " + std::to_string(cs) + " but " + std::to_string(rest_shape) +
+                       " is not a multiple of " + std::to_string(new_shape) + " (shape divisibility)");
     }
     result.emplace_back(new_shape, rest_stride * cd);
     rest_shape /= new_shape;
@@ -71,8 +72,7 @@ Result<Layout> ComposeLeaf(const Modes& lhs, const Layout& a, const Layout& b, s
   return FromFlatModes(result);
 }
 
-Result<Layout> ComposeImpl(const Modes& lhs, const Layout& a, const Layout& b, const IntTuple& rs,
-                           const IntTuple& rd) {
+Result<Layout> ComposeImpl(const Modes& lhs, const Layout& a, const Layout& b, const IntTuple& rs, const IntTuple& rd) {
   if (rs.is_leaf()) return ComposeLeaf(lhs, a, b, rs.value(), rd.value());
   std::vector<Layout> modes;
   for (int i = 0; i < rs.rank(); ++i) {
@@ -162,8 +162,8 @@ std::vector<Layout> TopModes(const Layout& l) {
 template <typename Op>
 Result<Layout> ByMode(const Layout& a, const std::vector<Layout>& tiles, const char* name, Op op) {
   if (static_cast<int>(tiles.size()) > a.rank()) {
-    return MakeError(std::string(name) + ": the tiler has " + std::to_string(tiles.size()) +
-                     " modes but `" + ToString(a) + "` has only " + std::to_string(a.rank()));
+    return MakeError(std::string(name) + ": the tiler has " + std::to_string(tiles.size()) + " modes but `" +
+                     ToString(a) + "` has only " + std::to_string(a.rank()));
   }
   if (tiles.empty()) return a;
   std::vector<Layout> modes;
@@ -224,9 +224,9 @@ Result<Layout> Composition(const Layout& a, const Layout& b) {
     for (std::int64_t c = 0; c < b.size(); ++c) {
       if ((*r)(c) != a(b(c))) {
         return MakeError("cannot compose `" + ToString(a) + "` with `" + ToString(b) +
-                         "`: the result is not a layout (at index " + std::to_string(c) + ", `" +
-                         ToString(b) + "` reaches " + std::to_string(b(c)) +
-                         " but its modes do not map to independent modes of `" + ToString(a) + "`)");
+                         "`: the result is not a layout (at index " + std::to_string(c) + ", `" + ToString(b) +
+                         "` reaches " + std::to_string(b(c)) + " but its modes do not map to independent modes of `" +
+                         ToString(a) + "`)");
       }
     }
   }
@@ -239,11 +239,17 @@ Result<Layout> Composition(const Layout& a, const Tiler& tiler) {
   return ByMode(a, tiles, "composition", [](const Layout& x, const Layout& y) { return Composition(x, y); });
 }
 
-Result<Layout> Complement(const Layout& a, std::int64_t cotarget) { return ComplementImpl(a, IntTuple(cotarget)); }
+Result<Layout> Complement(const Layout& a, std::int64_t cotarget) {
+  return ComplementImpl(a, IntTuple(cotarget));
+}
 
-Result<Layout> Complement(const Layout& a, const IntTuple& cotarget) { return ComplementImpl(a, cotarget); }
+Result<Layout> Complement(const Layout& a, const IntTuple& cotarget) {
+  return ComplementImpl(a, cotarget);
+}
 
-Result<Layout> Complement(const Layout& a) { return ComplementImpl(a, IntTuple(Filter(a).cosize())); }
+Result<Layout> Complement(const Layout& a) {
+  return ComplementImpl(a, IntTuple(Filter(a).cosize()));
+}
 
 Layout RightInverse(const Layout& a) {
   Modes modes = FlatModes(Coalesce(a));
@@ -348,9 +354,13 @@ Result<Layout> ZippedProduct(const Layout& a, const Layout& b, bool raked) {
 
 }  // namespace
 
-Result<Layout> BlockedProduct(const Layout& a, const Layout& b) { return ZippedProduct(a, b, false); }
+Result<Layout> BlockedProduct(const Layout& a, const Layout& b) {
+  return ZippedProduct(a, b, false);
+}
 
-Result<Layout> RakedProduct(const Layout& a, const Layout& b) { return ZippedProduct(a, b, true); }
+Result<Layout> RakedProduct(const Layout& a, const Layout& b) {
+  return ZippedProduct(a, b, true);
+}
 
 bool IsInjective(const Layout& a) {
   std::unordered_set<std::int64_t> seen;

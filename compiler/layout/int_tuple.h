@@ -23,7 +23,7 @@ class IntTuple {
   static IntTuple Tuple(std::initializer_list<IntTuple> elems) { return Tuple(std::vector<IntTuple>(elems)); }
 
   bool is_leaf() const { return leaf_; }
-  std::int64_t value() const { return value_; }  // @pre is_leaf()
+  std::int64_t value() const { return value_; }                  // @pre is_leaf()
   const std::vector<IntTuple>& elems() const { return elems_; }  // @pre !is_leaf()
   std::vector<IntTuple>& elems() { return elems_; }
 

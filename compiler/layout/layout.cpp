@@ -117,13 +117,21 @@ std::int64_t Layout::cosize() const {
   return hi + 1;
 }
 
-std::int64_t Layout::operator()(std::int64_t index) const { return EvalIndex(index, shape_, stride_); }
+std::int64_t Layout::operator()(std::int64_t index) const {
+  return EvalIndex(index, shape_, stride_);
+}
 
-Result<std::int64_t> Layout::Evaluate(const IntTuple& coord) const { return EvalCoord(coord, shape_, stride_); }
+Result<std::int64_t> Layout::Evaluate(const IntTuple& coord) const {
+  return EvalCoord(coord, shape_, stride_);
+}
 
-IntTuple Layout::IndexToCoord(std::int64_t index) const { return IndexToCoordImpl(index, shape_, true); }
+IntTuple Layout::IndexToCoord(std::int64_t index) const {
+  return IndexToCoordImpl(index, shape_, true);
+}
 
-std::string ToString(const Layout& layout) { return ToString(layout.shape()) + ":" + ToString(layout.stride()); }
+std::string ToString(const Layout& layout) {
+  return ToString(layout.shape()) + ":" + ToString(layout.stride());
+}
 
 std::vector<std::pair<std::int64_t, std::int64_t>> FlatModes(const Layout& layout) {
   std::vector<std::int64_t> s = FlattenLeaves(layout.shape());
@@ -144,7 +152,9 @@ Layout FromFlatModes(const std::vector<std::pair<std::int64_t, std::int64_t>>& m
   return Layout(IntTuple::Tuple(std::move(s)), IntTuple::Tuple(std::move(d)));
 }
 
-Layout Flatten(const Layout& layout) { return Layout(Flatten(layout.shape()), Flatten(layout.stride())); }
+Layout Flatten(const Layout& layout) {
+  return Layout(Flatten(layout.shape()), Flatten(layout.stride()));
+}
 
 Layout Coalesce(const Layout& layout) {
   std::vector<std::pair<std::int64_t, std::int64_t>> out;

@@ -36,12 +36,14 @@ class [[nodiscard]] Result {
   std::variant<T, Error> state_;
 };
 
-inline Error MakeError(std::string message) { return Error{std::move(message)}; }
+inline Error MakeError(std::string message) {
+  return Error{std::move(message)};
+}
 
 }  // namespace weft::layout
 
 // Unwraps a Result into `var` or returns its error from the enclosing function.
-#define WEFT_LAYOUT_TRY(var, expr)                                          \
-  auto var##_result_ = (expr);                                              \
+#define WEFT_LAYOUT_TRY(var, expr)                                              \
+  auto var##_result_ = (expr);                                                  \
   if (!var##_result_.ok()) return ::weft::layout::Error{var##_result_.error()}; \
   auto var = std::move(var##_result_).value()

@@ -62,7 +62,7 @@ TEST_CASE("cosize is one past the largest offset for non-negative strides", "[la
   }
 }
 
-TEST_CASE("coalesce, flatten and filter keep the function", "[layout][property]") {
+TEST_CASE("coalesce and flatten and filter keep the function", "[layout][property]") {
   for (const Layout& l : GeneralFamily(400, 5)) {
     INFO(ToString(l));
     Layout c = Coalesce(l);
@@ -95,7 +95,7 @@ TEST_CASE("coalesce, flatten and filter keep the function", "[layout][property]"
   }
 }
 
-TEST_CASE("composition(A, B)(c) == A(B(c)) at every coordinate", "[layout][property]") {
+TEST_CASE("composition(A B)(c) == A(B(c)) at every coordinate", "[layout][property]") {
   auto as = GeneralFamily(150, 6);
   auto more = InjectiveFamily(150, 7, true);
   as.insert(as.end(), more.begin(), more.end());
@@ -136,7 +136,7 @@ TEST_CASE("composition(A, B)(c) == A(B(c)) at every coordinate", "[layout][prope
   CHECK(refused >= 1);
 }
 
-TEST_CASE("complement: ordered, disjoint, and fills out the cotarget", "[layout][property]") {
+TEST_CASE("complement is ordered and disjoint and fills out the cotarget", "[layout][property]") {
   auto as = InjectiveFamily(200, 10, true);
   auto general = GeneralFamily(200, 11);
   as.insert(as.end(), general.begin(), general.end());
@@ -179,13 +179,19 @@ TEST_CASE("complement: ordered, disjoint, and fills out the cotarget", "[layout]
   CHECK(refused >= 1);
 }
 
-TEST_CASE("logical_divide(A, B) == composition(A, (B, complement(B, size(A))))", "[layout][property]") {
+TEST_CASE("logical_divide(A B) == composition(A (B complement(B size(A))))", "[layout][property]") {
   auto as = InjectiveFamily(150, 12, false);
   auto general = GeneralFamily(150, 13);
   as.insert(as.end(), general.begin(), general.end());
-  std::vector<Layout> tilers = {Layout(1, 0), Layout(2, 1), Layout(2, 2), Layout(3, 1), Layout(4, 1), Layout(2, 3),
+  std::vector<Layout> tilers = {Layout(1, 0),
+                                Layout(2, 1),
+                                Layout(2, 2),
+                                Layout(3, 1),
+                                Layout(4, 1),
+                                Layout(2, 3),
                                 Layout(IntTuple::Tuple({2, 2}), IntTuple::Tuple({1, 4})),
-                                Layout(IntTuple::Tuple({2, 2}), IntTuple::Tuple({2, 1})), Layout(4, 2)};
+                                Layout(IntTuple::Tuple({2, 2}), IntTuple::Tuple({2, 1})),
+                                Layout(4, 2)};
   int divided = 0;
   for (const Layout& a : as) {
     for (const Layout& b : tilers) {
@@ -338,7 +344,7 @@ TEST_CASE("products: the block repeated as the tiler says", "[layout][property]"
   CHECK(built >= 300);
 }
 
-TEST_CASE("preconditions that fail are errors with messages, not crashes", "[layout]") {
+TEST_CASE("preconditions that fail are errors with messages and not crashes", "[layout]") {
   Layout a(IntTuple::Tuple({2, 2}), IntTuple::Tuple({2, 3}));
   auto c = Complement(a, 24);
   REQUIRE(!c.ok());

@@ -17,9 +17,11 @@ Layout L(const std::string& text) {
   return *l;
 }
 
-std::string Str(const Result<Layout>& r) { return r.ok() ? ToString(*r) : "error: " + r.error(); }
+std::string Str(const Result<Layout>& r) {
+  return r.ok() ? ToString(*r) : "error: " + r.error();
+}
 
-TEST_CASE("golden: coalesce (02_layout_algebra.md, Coalesce)", "[layout][golden]") {
+TEST_CASE("golden: coalesce (02_layout_algebra.md Coalesce)", "[layout][golden]") {
   CHECK(ToString(Coalesce(L("(2,(1,6)):(1,(6,2))"))) == "12:1");
   // by-mode coalesce with the profile Step<_1,_1>
   CHECK(Str(Coalesce(L("(2,(1,6)):(1,(6,2))"), IntTuple::Tuple({1, 1}))) == "(2,6):(1,2)");
@@ -27,7 +29,7 @@ TEST_CASE("golden: coalesce (02_layout_algebra.md, Coalesce)", "[layout][golden]
   CHECK(ToString(Coalesce(L("(2,4):(1,2)"))) == "8:1");
 }
 
-TEST_CASE("golden: composition (02_layout_algebra.md, Composition)", "[layout][golden]") {
+TEST_CASE("golden: composition (02_layout_algebra.md Composition)", "[layout][golden]") {
   CHECK(Str(Composition(L("(6,2):(8,2)"), L("(4,3):(3,1)"))) == "((2,2),3):((24,2),8)");
   CHECK(Str(Composition(L("20:2"), L("(5,4):(4,1)"))) == "(5,4):(8,2)");
   // "The following C++ code prints (_5,(_2,_2)):(_16,(_80,_4))"
@@ -42,7 +44,7 @@ TEST_CASE("golden: composition (02_layout_algebra.md, Composition)", "[layout][g
   CHECK(Str(Composition(L("(3,6,2,8):(1,100,1000,10000)"), L("16:9"))) == "(2,2,4):(300,1000,10000)");
 }
 
-TEST_CASE("golden: complement (02_layout_algebra.md, Complement)", "[layout][golden]") {
+TEST_CASE("golden: complement (02_layout_algebra.md Complement)", "[layout][golden]") {
   CHECK(Str(Complement(L("4:1"), 24)) == "6:4");
   CHECK(Str(Complement(L("6:4"), 24)) == "4:1");
   CHECK(Str(Complement(L("(4,6):(1,4)"), 24)) == "1:0");
@@ -51,7 +53,7 @@ TEST_CASE("golden: complement (02_layout_algebra.md, Complement)", "[layout][gol
   CHECK(Str(Complement(L("(2,2):(1,6)"), 24)) == "(3,2):(2,12)");
 }
 
-TEST_CASE("golden: divides (02_layout_algebra.md, Division)", "[layout][golden]") {
+TEST_CASE("golden: divides (02_layout_algebra.md Division)", "[layout][golden]") {
   // 1-D: A = (4,2,3):(2,1,8), B = 4:2
   CHECK(Str(Complement(L("4:2"), 24)) == "(2,3):(1,8)");
   CHECK(Str(LogicalDivide(L("(4,2,3):(2,1,8)"), L("4:2"))) == "((2,2),(2,3)):((4,1),(2,8))");
@@ -80,7 +82,7 @@ TEST_CASE("golden: divides (02_layout_algebra.md, Division)", "[layout][golden]"
   CHECK(t->rank() == 3);  // ((TileM,TileN), RestM, RestN)
 }
 
-TEST_CASE("golden: products (02_layout_algebra.md, Product)", "[layout][golden]") {
+TEST_CASE("golden: products (02_layout_algebra.md Product)", "[layout][golden]") {
   // 1-D: A = (2,2):(4,1), B = 6:1
   CHECK(Str(Complement(L("(2,2):(4,1)"), 24)) == "(2,3):(2,8)");
   CHECK(Str(LogicalProduct(L("(2,2):(4,1)"), L("6:1"))) == "((2,2),(2,3)):((4,1),(2,8))");
