@@ -183,6 +183,9 @@ struct Call {
   Name function;
   std::vector<LayoutId> args;
 };  // `composition(A, B)`
+struct Tiler {
+  std::vector<LayoutId> modes;
+};  // `<4:1, 2:1>` or `(4:1, 2:1)`: one layout per mode
 }  // namespace layout
 
 using LayoutNode = std::variant<std::monostate

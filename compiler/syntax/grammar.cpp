@@ -370,6 +370,7 @@ constexpr char kThisPipeline[] = "this `pipeline`";
 constexpr char kThisParen[] = "this `(`";
 constexpr char kThisBracket[] = "this `[`";
 constexpr char kThisSwizzle[] = "this `swizzle`";
+constexpr char kThisAngle[] = "this `<`";
 
 struct let_id : OpenerHook<kThisLet> {};
 struct if_id : OpenerHook<kThisIf> {};
@@ -387,6 +388,8 @@ struct param_id : OpenerHook<kThisParen, true> {};
 struct int_tree_id : OpenerHook<kThisParen, true> {};
 struct layout_call_id : OpenerHook<kThisParen, true> {};
 struct swizzle_id : OpenerHook<kThisSwizzle> {};
+struct layout_primary_id : OpenerHook<kThisParen, true> {};
+struct tiler_id : OpenerHook<kThisAngle, true> {};
 
 // ---- Rules ----
 
@@ -455,7 +458,10 @@ x3::rule<param_id, Param> const param = "a parameter";
 x3::rule<class layout_id, LayoutId> const layout_expr = "a layout";
 x3::rule<swizzle_id, LayoutId> const swizzle = "a swizzle";
 x3::rule<layout_call_id, LayoutId> const layout_call = "a layout";
-x3::rule<class layout_literal_id, LayoutId> const layout_literal = "a layout";
+x3::rule<class layout_term_id, LayoutId> const layout_term = "a layout";
+x3::rule<layout_primary_id, LayoutId> const layout_primary = "a layout";
+x3::rule<tiler_id, LayoutId> const tiler = "a tiler";
+x3::rule<class swizzle_word_id, Iterator> const swizzle_word = "`swizzle`";
 x3::rule<int_tree_id, IntTree> const int_tree = "an integer or a tuple of integers";
 
 x3::rule<class where_item_id, WhereItem> const where_item = "a condition or a class constraint";
@@ -856,18 +862,49 @@ const auto make_layout_call = [](auto& c) {
   auto& a = x3::_attr(c);
   x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Call{NameOf(fusion::at_c<0>(a)), fusion::at_c<1>(a)}});
 };
-const auto make_layout_literal = [](auto& c) {
+// `(a, b, ...)` in a layout: a shape when every mode is a shape, else a tiler (one layout per mode).
+const auto make_layout_paren = [](auto& c) {
+  std::vector<LayoutId>& modes = x3::_attr(c);
+  Ast& ast = B(c).ast;
+  IntTree tuple;
+  tuple.leaf = false;
+  for (LayoutId mode : modes) {
+    const auto* shape = std::get_if<layout::IntTuple>(&ast.Get(mode).node);
+    if (shape == nullptr) {
+      x3::_val(c) = ast.Add(Layout{SpanOf(c), layout::Tiler{modes}});
+      return;
+    }
+    tuple.children.push_back(shape->tuple);
+  }
+  x3::_val(c) = ast.Add(Layout{SpanOf(c), layout::IntTuple{std::move(tuple)}});
+};
+const auto make_layout_int = [](auto& c) {
+  IntTree leaf;
+  leaf.value = static_cast<std::int64_t>(IntValue(c, x3::_attr(c), std::numeric_limits<std::int64_t>::max()));
+  x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::IntTuple{std::move(leaf)}});
+};
+const auto make_tiler = [](auto& c) { x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Tiler{x3::_attr(c)}}); };
+// `shape : stride`: CuTe's notation for a layout; shape and stride must have the same structure.
+const auto make_layout_term = [](auto& c) {
   auto& a = x3::_attr(c);
-  IntTree& shape_tree = fusion::at_c<0>(a);
+  LayoutId primary = fusion::at_c<0>(a);
   auto& stride = fusion::at_c<1>(a);
   if (!stride) {
-    x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::IntTuple{shape_tree}});
+    x3::_val(c) = primary;
     return;
   }
-  if (!Congruent(shape_tree, *stride)) {
-    B(c).diagnostics.Emit(DiagnosticKind::LayoutStructureMismatch, SpanOf(c), Format(shape_tree), Format(*stride));
+  Ast& ast = B(c).ast;
+  const auto* shape = std::get_if<layout::IntTuple>(&ast.Get(primary).node);
+  if (shape == nullptr) {
+    B(c).diagnostics.Emit(DiagnosticKind::StrideWithoutShape, SpanOf(c));
+    x3::_val(c) = primary;
+    return;
   }
-  x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Literal{shape_tree, *stride}});
+  if (!Congruent(shape->tuple, *stride)) {
+    B(c).diagnostics.Emit(DiagnosticKind::LayoutStructureMismatch, SpanOf(c), Format(shape->tuple), Format(*stride));
+  }
+  IntTree shape_tree = shape->tuple;
+  x3::_val(c) = ast.Add(Layout{SpanOf(c), layout::Literal{std::move(shape_tree), *stride}});
 };
 const auto make_int_leaf = [](auto& c) {
   IntTree leaf;
@@ -881,16 +918,19 @@ const auto make_int_node = [](auto& c) {
   x3::_val(c) = std::move(node);
 };
 
-auto const layout_expr_def =
-    nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] | layout_literal[pass]]];
-auto const swizzle_def =
-    spanned[(ContextualParser{"swizzle"} >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
+auto const layout_expr_def = nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] |
+                                             layout_call[pass] | tiler[pass] | layout_term[pass]]];
+auto const swizzle_def = spanned[(swizzle_word >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
+auto const swizzle_word_def = ContextualParser{"swizzle"} | ContextualParser{"Sw"};  // `Sw<3,4,3>` as CuTe prints it
 auto const swizzle_args_def = tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral) > kw(TK::Comma) >
                               tk(TK::IntLiteral);
 auto const layout_call_def =
     spanned[(tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call]];
 auto const layout_args_def = layout_expr % kw(TK::Comma);
-auto const layout_literal_def = spanned[(int_tree >> -(kw(TK::Colon) > int_tree))[make_layout_literal]];
+auto const tiler_def = spanned[(kw(TK::Less) > layout_args > kw(TK::Greater))[make_tiler]];
+auto const layout_term_def = spanned[(layout_primary >> -(kw(TK::Colon) > int_tree))[make_layout_term]];
+auto const layout_primary_def = spanned[tk(TK::IntLiteral)[make_layout_int] |
+                                        (kw(TK::LParen) > layout_args > close_paren)[make_layout_paren]];
 auto const int_tree_def =
     nested[spanned[tk(TK::IntLiteral)[make_int_leaf] | (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
 auto const int_tree_list_def = int_tree % kw(TK::Comma);
@@ -1011,7 +1051,7 @@ BOOST_SPIRIT_DEFINE(type, type_atom, elem_tok, tensor_type, type_paren, shape, s
                     space_layout, space_name)
 BOOST_SPIRIT_DEFINE(dim, dim_add, dim_mul, dim_atom)
 BOOST_SPIRIT_DEFINE(pattern, pattern_tail, param, out_name, out_colon)
-BOOST_SPIRIT_DEFINE(layout_expr, swizzle, swizzle_args, layout_call, layout_args, layout_literal, int_tree,
+BOOST_SPIRIT_DEFINE(layout_expr, swizzle, swizzle_word, swizzle_args, layout_call, layout_args, tiler, layout_term, layout_primary, int_tree,
                     int_tree_list)
 BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, def_decl, def_name, def_eq, kernel_decl,
                     kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl, import_target, decl)

@@ -287,7 +287,10 @@ class Printer {
                             return "swizzle<" + std::to_string(swizzle.bits) + "," + std::to_string(swizzle.base) +
                                    "," + std::to_string(swizzle.shift) + ">";
                           },
-                          [&](const layout::Call& call) {
+                          [&](const layout::Tiler& tiler) {
+              return "<" + Join(tiler.modes, ", ", [&](LayoutId a) { return LayoutText(a); }) + ">";
+            },
+            [&](const layout::Call& call) {
                             return call.function.text + "(" +
                                    Join(call.args, ", ", [&](LayoutId a) { return LayoutText(a); }) + ")";
                           },
