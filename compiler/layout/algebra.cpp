@@ -107,9 +107,8 @@ Result<Layout> ComplementImpl(const Layout& a, const IntTuple& cotarget) {
   std::int64_t curr = 1;
   for (auto [s, d] : modes) {
     if (d < curr) {
-      return MakeError("complement of `" + ToString(a) + "` does not exist: `" + ToString(a) +
-                       "` is not injective (stride " + std::to_string(d) + " falls inside the span " +
-                       std::to_string(curr) + " of the smaller strides)");
+      return MakeError("complement of `" + ToString(a) + "` does not exist: stride " + std::to_string(d) +
+                       " falls inside the span " + std::to_string(curr) + " of the smaller strides");
     }
     if (d % curr != 0) {
       return MakeError("complement of `" + ToString(a) + "` does not exist: stride " + std::to_string(d) +
