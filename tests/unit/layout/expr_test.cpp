@@ -24,6 +24,8 @@ TEST_CASE("expressions evaluate to CuTe notation", "[layout][expr]") {
   CHECK(Eval("logical_divide((16,8):(8,1), (4,2):(1,4))") == "((4,2),(2,8)):((8,32),(64,1))");
   CHECK(Eval("zipped_divide((9,(4,8)):(59,(13,1)), <3:3, (2,4):(1,8)>)") ==
         Eval("zipped_divide((9,(4,8)):(59,(13,1)), (3:3, (2,4):(1,8)))"));
+  CHECK(Eval("shape(zipped_divide((9,(4,8)):(59,(13,1)), <3:3, (2,4):(1,8)>))") == "((3,(2,4)),(3,(2,2)))");
+  CHECK(Eval("rank(tiled_divide((9,(4,8)):(59,(13,1)), <3:3, (2,4):(1,8)>))") == "3");
   CHECK(Eval("composition((12,(4,8)):(59,(13,1)), (3,8))") == "(3,(4,2)):(59,(13,1))");
   CHECK(Eval("blocked_product((2,5):(5,1), (3,4):(1,3))") == "((2,3),(5,4)):((5,10),(1,30))");
   CHECK(Eval("raked_product((2,5):(5,1), (3,4):(1,3))") == "((3,2),(4,5)):((10,5),(30,1))");
