@@ -3,6 +3,7 @@
 // 3 internal compiler error.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <new>
@@ -11,6 +12,7 @@
 #include <llvm/Config/llvm-config.h>
 
 #include "diagnostics/render.h"
+#include "check/check.h"
 #include "driver/options.h"
 #include "syntax/parser.h"
 #include "syntax/printer.h"
@@ -57,8 +59,19 @@ ExitCode RunCheck(const Options& options) {
     case Emit::AstSexp:
       std::cout << syntax::Dump(ast);
       break;
-    case Emit::Nothing:
+    case Emit::Types: {
+      // One line per definition that checked, in source order; errors on stderr. A file that
+      // does not parse is not checked: its broken declarations would only cause more errors.
+      if (diagnostics.has_errors()) break;
+      check::CheckOptions check_options;
+      const char* stdlib = std::getenv("WEFT_STDLIB");
+      check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+      check::CheckResult result = check::Check(sources, ast, diagnostics, check_options);
+      for (const check::CheckedDef& def : result.defs) {
+        if (def.ok) std::cout << check::Signature(result, def) << "\n";
+      }
       break;
+    }
   }
   std::cout.flush();
   return Report(options, sources, diagnostics) ? ExitCode::InputError : ExitCode::Success;

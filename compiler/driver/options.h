@@ -12,12 +12,12 @@ namespace weft::driver {
 
 enum class Command { None, Help, Version, Check };
 
-enum class Emit { Nothing, Ast, AstSexp };
+enum class Emit { Types, Ast, AstSexp };
 
 struct Options {
   Command command = Command::None;
   std::vector<std::string> inputs;
-  Emit emit = Emit::Nothing;
+  Emit emit = Emit::Types;
   ColorMode color = ColorMode::Auto;
   bool help = false;  // `weft COMMAND --help`
 };

@@ -1121,20 +1121,25 @@ Ast Parse(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
   return ast;
 }
 
-LayoutParse ParseLayoutExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
-  LayoutParse result{Ast(file), LayoutId()};
+namespace {
+
+const auto& type_rule = type;  // `type` alone is also the AST's namespace outside this one
+
+// Parses a whole file as one `rule` (a layout, a type); `id` is set only if there were no errors.
+template <typename Rule, typename Id>
+void ParseWhole(const SourceManager& sources, FileId file, Diagnostics& diagnostics, const Rule& rule,
+                std::string_view what, Ast& ast, Id& id) {
   RunWithDeepStack([&] {
     int errors_before = diagnostics.error_count();
     std::vector<Token> tokens = Lex(sources, file, diagnostics);
-    Builder builder{result.ast, diagnostics};
+    Builder builder{ast, diagnostics};
     Iterator first = tokens.data();
     Iterator last = tokens.data() + tokens.size() - 1;
-    LayoutId id;
-    builder.depth = 0;
-    auto with_builder = x3::with<BuilderTag>(std::ref(builder))[layout_expr];
+    Id parsed;
+    auto with_builder = x3::with<BuilderTag>(std::ref(builder))[rule];
     try {
-      if (!x3::parse(first, last, with_builder, id)) {
-        ReportExpected(builder, first, "a layout");
+      if (!x3::parse(first, last, with_builder, parsed)) {
+        ReportExpected(builder, first, std::string(what));
       } else if (first != last) {
         diagnostics.Emit(DiagnosticKind::TrailingInput, first->span, DescribeFound(*first));
       }
@@ -1143,8 +1148,21 @@ LayoutParse ParseLayoutExpression(const SourceManager& sources, FileId file, Dia
     } catch (const TooDeep& too_deep) {
       diagnostics.Emit(DiagnosticKind::NestingTooDeep, too_deep.at, kMaxNesting);
     }
-    if (diagnostics.error_count() == errors_before) result.layout = id;
+    if (diagnostics.error_count() == errors_before) id = parsed;
   });
+}
+
+}  // namespace
+
+LayoutParse ParseLayoutExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
+  LayoutParse result{Ast(file), LayoutId()};
+  ParseWhole(sources, file, diagnostics, layout_expr, "a layout", result.ast, result.layout);
+  return result;
+}
+
+TypeParse ParseTypeExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
+  TypeParse result{Ast(file), TypeId()};
+  ParseWhole(sources, file, diagnostics, type_rule, "a type", result.ast, result.type);
   return result;
 }
 

@@ -27,4 +27,11 @@ struct LayoutParse {
 };
 LayoutParse ParseLayoutExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics);
 
+// Parses a file that holds one type, such as `'t[..s, n] -> 't[..s]` (the prelude's signatures).
+struct TypeParse {
+  Ast ast;
+  TypeId type;  // invalid when there were errors
+};
+TypeParse ParseTypeExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics);
+
 }  // namespace weft::syntax

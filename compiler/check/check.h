@@ -1,0 +1,80 @@
+// The type checker: Hindley-Milner inference with let-polymorphism over dtypes, type variables,
+// tuples, functions and tensor types whose shapes hold symbolic dims (language.md, Types).
+//
+// The algorithm, per top-level definition in source order:
+//  1. Enter a new generalization level. Read the signature: explicit size binders, parameter and
+//     result annotations (their size and shape variables are rigid), `where` clauses (facts, and
+//     classes on element types).
+//  2. Infer the body bottom-up (handle_expr.cpp), unifying as it goes (unify.h): dims unify in
+//     normal form; broadcasting aligns shapes; what unification cannot decide becomes an obligation
+//     with its source location.
+//  3. Retry broadcasts that were ambiguous; report those that stay so.
+//  4. Discharge the obligations (obligations.cpp): proved ones vanish, refuted ones are errors
+//     naming both facts, unproved ones over rigid sizes are errors suggesting a `where` clause, and
+//     those over run-time sizes (in `main`) become run-time checks.
+//  5. Leave the level and generalize: functions are quantified over what is left free, values
+//     (definitions without parameters) are not, and their element types default (f32, i32).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/source.h"
+#include "check/types.h"
+#include "diagnostics/diagnostic.h"
+#include "syntax/ast.h"
+
+namespace weft::check {
+
+// A relation between dims, as in a `where` clause or an obligation.
+enum class Relation { Eq, Ne, Lt, Le, Gt, Ge };
+std::string_view Spelling(Relation relation);
+
+struct DimFact {
+  Dim lhs;
+  Relation relation;
+  Dim rhs;
+  Span span;
+};
+
+// A check the compiled program makes at run time (language.md: sizes known only at run time).
+struct RuntimeCheck {
+  DimFact fact;
+  std::string what;  // "the inner dimensions of `@`"
+};
+
+// A definition's type scheme: its type, the variables quantified in it, and its `where` facts
+// (which a caller must establish).
+struct Scheme {
+  TypeRef type;
+  FreeVars quantified;
+  std::vector<DimFact> where;
+  Span where_span;
+};
+
+struct CheckedDef {
+  std::string name;
+  Span span;
+  bool ok = true;  // false when its body had errors; its signature may still be known
+  Scheme scheme;
+  std::vector<RuntimeCheck> runtime_checks;
+};
+
+struct CheckResult {
+  VarStore vars;
+  std::vector<CheckedDef> defs;  // the file's own definitions, in source order
+};
+
+struct CheckOptions {
+  std::string stdlib_dir;  // where `import nn` finds nn.weft
+};
+
+// Checks a parsed file (and what it imports). Errors go to `diagnostics`; the definitions that
+// checked are in the result, those with errors are marked.
+CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& diagnostics,
+                  const CheckOptions& options);
+
+// `name : type`, as `weft check` prints it.
+std::string Signature(const CheckResult& result, const CheckedDef& def);
+
+}  // namespace weft::check

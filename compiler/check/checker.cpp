@@ -1,0 +1,367 @@
+// Definitions, kernels' signatures, imports, instantiation and generalization: the outer loop of
+// the checker (check.h has the algorithm).
+#include <filesystem>
+
+#include "check/checker.h"
+#include "syntax/parser.h"
+
+namespace weft::check {
+
+const Binding* Env::Find(std::string_view name) const {
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if (it->first == name) return &it->second;
+  }
+  return nullptr;
+}
+
+void Env::Names(std::vector<std::string>& out) const {
+  for (const auto& [name, binding] : entries_) out.push_back(name);
+}
+
+namespace {
+
+struct VarMap {
+  std::map<TypeVarId, TypeRef> types;
+  std::map<ElemVarId, ElemVarId> elems;
+  std::map<ShapeVarId, ShapeVarId> shapes;
+  std::map<SizeVarId, Dim> sizes;
+};
+
+Dim SubstDim(const VarStore& vars, const Dim& dim, const VarMap& map) {
+  Dim resolved = vars.Resolve(dim);
+  if (map.sizes.empty()) return resolved;
+  core::Result<Dim> out = core::Substitute(resolved, map.sizes);
+  if (!out) WEFT_INTERNAL_ERROR("instantiating a dim: " + out.error().message);
+  return *out;
+}
+
+Shape SubstShape(const VarStore& vars, const Shape& shape, const VarMap& map) {
+  Shape s = vars.Resolve(shape);
+  Shape out;
+  for (const Dim& d : s.before) out.before.push_back(SubstDim(vars, d, map));
+  for (const Dim& d : s.after) out.after.push_back(SubstDim(vars, d, map));
+  if (s.spread) {
+    auto it = map.shapes.find(*s.spread);
+    out.spread = it == map.shapes.end() ? *s.spread : it->second;
+  }
+  return out;
+}
+
+TypeRef SubstType(const VarStore& vars, const TypeRef& type, const VarMap& map) {
+  TypeRef t = vars.Resolve(type);
+  return std::visit(
+      [&](const auto& node) -> TypeRef {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, VarType>) {
+          auto it = map.types.find(node.var);
+          return it == map.types.end() ? t : it->second;
+        } else if constexpr (std::is_same_v<T, TensorType>) {
+          Elem elem = node.elem;
+          if (elem.is_var()) {
+            auto it = map.elems.find(elem.var());
+            if (it != map.elems.end()) elem = Elem{it->second};
+          }
+          return MakeTensor(elem, SubstShape(vars, node.shape, map));
+        } else if constexpr (std::is_same_v<T, FunctionType>) {
+          return MakeFunction(SubstType(vars, node.param, map), SubstType(vars, node.result, map));
+        } else if constexpr (std::is_same_v<T, TupleType>) {
+          std::vector<TypeRef> elements;
+          for (const TypeRef& e : node.elements) elements.push_back(SubstType(vars, e, map));
+          return MakeTuple(std::move(elements));
+        } else {
+          return t;
+        }
+      },
+      t->node);
+}
+
+}  // namespace
+
+Checker::Checker(SourceManager& sources, Diagnostics& diagnostics, const CheckOptions& options)
+    : sources_(sources), diagnostics_(diagnostics), options_(options) {
+  LoadPrelude();
+}
+
+TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string& name) {
+  VarMap map;
+  for (TypeVarId v : scheme.quantified.types) map.types[v] = MakeVar(vars_.NewTypeVar());
+  for (ElemVarId v : scheme.quantified.elems) map.elems[v] = vars_.NewElemVar(vars_.info(v).cls);
+  for (ShapeVarId v : scheme.quantified.shapes) map.shapes[v] = vars_.NewShapeVar(VarKind::Flexible, vars_.info(v).name);
+  for (SizeVarId v : scheme.quantified.sizes) {
+    map.sizes[v] = Dim::Var(vars_.NewSizeVar(in_main_ ? VarKind::Runtime : VarKind::Flexible, vars_.info(v).name));
+  }
+  for (const DimFact& fact : scheme.where) {
+    DimFact goal{SubstDim(vars_, fact.lhs, map), fact.relation, SubstDim(vars_, fact.rhs, map), call};
+    std::string clause(sources_.Text(fact.span));
+    Span where_span = fact.span;
+    Oblige(goal,
+           [this, name, clause, goal, where_span](bool refuted) {
+             TypePrinter p(vars_);
+             std::string detail = ": here it reads `" + p.Print(goal.lhs) + " " + std::string(Spelling(goal.relation)) +
+                                  " " + p.Print(goal.rhs) + "`" + (refuted ? ", which is false" : ", which is not provable");
+             Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, goal.span, name, clause, detail);
+             error.notes.push_back(MakeNote(DiagnosticKind::NoteWhereClause, where_span, name));
+           },
+           "the `where` clause of `" + name + "`");
+  }
+  return SubstType(vars_, scheme.type, map);
+}
+
+Scheme Checker::Generalize(const TypeRef& type) {
+  Scheme scheme;
+  scheme.type = vars_.Resolve(type);
+  FreeVars free;
+  CollectFreeVars(vars_, scheme.type, free);
+  int level = vars_.level();
+  for (TypeVarId v : free.types) {
+    if (vars_.info(v).level > level) scheme.quantified.types.push_back(v);
+  }
+  for (ElemVarId v : free.elems) {
+    if (vars_.info(v).level > level) scheme.quantified.elems.push_back(v);
+  }
+  for (ShapeVarId v : free.shapes) {
+    if (vars_.info(v).level > level) scheme.quantified.shapes.push_back(v);
+  }
+  for (SizeVarId v : free.sizes) {
+    if (vars_.info(v).level > level) scheme.quantified.sizes.push_back(v);
+  }
+  return scheme;
+}
+
+void Checker::DefaultElems(const TypeRef& type) {
+  FreeVars free;
+  CollectFreeVars(vars_, type, free);
+  for (ElemVarId v : free.elems) {
+    if (vars_.info(v).level <= vars_.level()) continue;
+    vars_.info(v).binding = Elem{vars_.info(v).cls == ElemClass::Num ? Dtype::I32 : Dtype::F32};
+  }
+}
+
+void Checker::Define(const std::string& name, Span span, Binding binding) {
+  binding.span = span;
+  globals_[name] = std::move(binding);
+}
+
+TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env, bool generalize) {
+  const syntax::Pattern& p = ast_->Get(id);
+  using namespace syntax::pattern;
+  if (const auto* name = std::get_if<Name>(&p.node)) {
+    Binding binding;
+    binding.scheme = generalize ? Generalize(type) : Scheme{type, {}, {}, {}};
+    binding.span = p.span;
+    env.Push(name->name, std::move(binding));
+    return type;
+  }
+  if (std::holds_alternative<Wildcard>(p.node)) return type;
+  if (const auto* tuple = std::get_if<Tuple>(&p.node)) {
+    std::vector<TypeRef> elements;
+    for (std::size_t i = 0; i < tuple->elements.size(); ++i) elements.push_back(MakeVar(vars_.NewTypeVar()));
+    TypeRef expected = MakeTuple(elements);
+    Expect(expected, type, p.span, "the tuple pattern");
+    for (std::size_t i = 0; i < tuple->elements.size(); ++i) BindPattern(tuple->elements[i], elements[i], env, generalize);
+    return type;
+  }
+  const auto& typed = std::get<Typed>(p.node);
+  TypeRef annotated = FromAnnotation(typed.type, *scope_);
+  Expect(annotated, type, p.span, "the annotation");
+  BindPattern(typed.pattern, annotated, env, generalize);
+  return annotated;
+}
+
+void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::vector<CheckedDef>* own) {
+  current_ = def.name.text;
+  in_main_ = def.name.text == "main";
+  facts_.clear();
+  obligations_.clear();
+  pending_.clear();
+  runtime_checks_.clear();
+  int errors_before = diagnostics_.error_count();
+  if (IsBuiltin(def.name.text)) diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
+
+  AnnotationScope scope;
+  scope.new_sizes = VarKind::Rigid;
+  scope_ = &scope;
+  vars_.Enter();
+  std::size_t mark = env_.Mark();
+  for (const syntax::Name& binder : def.size_binders) {
+    SizeVarId v = vars_.NewSizeVar(VarKind::Rigid, binder.text, binder.span);
+    env_.Push(binder.text, Binding{Binding::Kind::Size, {}, v, binder.span});
+  }
+  std::vector<TypeRef> params;
+  for (const syntax::Param& param : def.params) {
+    params.push_back(BindPattern(param.pattern, MakeVar(vars_.NewTypeVar()), env_, false));
+  }
+  TypeRef result = def.result ? FromAnnotation(def.result, scope) : nullptr;
+  for (const syntax::WhereItem& item : def.where) {
+    if (!item.class_var.empty()) {
+      auto it = scope.elem_vars.find(item.class_var);
+      if (it == scope.elem_vars.end()) {
+        diagnostics_.Emit(DiagnosticKind::UnknownName, item.span, "'" + item.class_var,
+                          ": a class constrains an element type of the signature");
+        continue;
+      }
+      unifier_.RequireClass(Elem{it->second}, item.class_name.text == "float" ? ElemClass::Float : ElemClass::Num);
+    } else if (std::optional<DimFact> fact = WhereFact(item.condition)) {
+      facts_.push_back(*fact);
+    }
+  }
+  scope.new_sizes = in_main_ ? VarKind::Runtime : VarKind::Flexible;
+  TypeRef body = Infer(def.body);
+  if (result) Expect(result, body, ast_->Get(def.body).span, "the body of `" + def.name.text + "`");
+  RetryBroadcasts(true);
+  TypeRef type = MakeFunction(params, result ? result : body);
+
+  CheckedDef checked;
+  checked.name = def.name.text;
+  checked.span = decl.span;
+  Discharge(checked, !def.params.empty());
+  vars_.Leave();
+  env_.Reset(mark);
+  scope_ = nullptr;
+
+  if (def.params.empty()) DefaultElems(type);
+  checked.scheme = def.params.empty() ? Scheme{vars_.Resolve(type), {}, {}, {}} : Generalize(type);
+  checked.scheme.where = facts_;
+  if (!def.where.empty()) checked.scheme.where_span = def.where.front().span.To(def.where.back().span);
+  checked.runtime_checks = std::move(runtime_checks_);
+  checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
+  Binding binding;
+  binding.scheme = checked.scheme;
+  Define(def.name.text, def.name.span, std::move(binding));
+  if (own) own->push_back(std::move(checked));
+}
+
+void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own) {
+  // A kernel's type comes from its signature: its inputs to its `out` parameters (a tuple if
+  // several). Its body, the kernel tier, is checked by the tile phase.
+  current_ = kernel.name.text;
+  in_main_ = false;
+  facts_.clear();
+  obligations_.clear();
+  int errors_before = diagnostics_.error_count();
+  AnnotationScope scope;
+  scope.new_sizes = VarKind::Rigid;
+  scope_ = &scope;
+  vars_.Enter();
+  std::size_t mark = env_.Mark();
+  std::vector<TypeRef> inputs, outputs;
+  for (const syntax::Param& param : kernel.params) {
+    const syntax::Pattern& p = ast_->Get(param.pattern);
+    const auto* typed = std::get_if<syntax::pattern::Typed>(&p.node);
+    TypeRef type = typed ? FromAnnotationInKernel(typed->type, scope) : MakeVar(vars_.NewTypeVar());
+    (param.out ? outputs : inputs).push_back(type);
+    if (typed) BindPattern(typed->pattern, type, env_, false);
+  }
+  for (const syntax::WhereItem& item : kernel.where) {
+    if (item.class_var.empty()) {
+      if (std::optional<DimFact> fact = WhereFact(item.condition)) facts_.push_back(*fact);
+    }
+  }
+  TypeRef result = outputs.size() == 1 ? outputs.front() : MakeTuple(outputs);
+  TypeRef type = MakeFunction(inputs, result);
+  CheckedDef checked;
+  checked.name = kernel.name.text;
+  checked.span = decl.span;
+  Discharge(checked, true);
+  vars_.Leave();
+  env_.Reset(mark);
+  scope_ = nullptr;
+  checked.scheme = Generalize(type);
+  checked.scheme.where = facts_;
+  if (!kernel.where.empty()) checked.scheme.where_span = kernel.where.front().span.To(kernel.where.back().span);
+  checked.ok = diagnostics_.error_count() == errors_before;
+  Binding binding;
+  binding.scheme = checked.scheme;
+  Define(kernel.name.text, kernel.name.span, std::move(binding));
+  if (own) own->push_back(std::move(checked));
+}
+
+TypeRef Checker::FromAnnotationInKernel(syntax::TypeId id, AnnotationScope& scope) {
+  // Memory spaces and layouts are the kernel tier's; the array-tier type ignores them.
+  bool saved = in_kernel_;
+  in_kernel_ = true;
+  TypeRef type = FromAnnotation(id, scope);
+  in_kernel_ = saved;
+  return type;
+}
+
+void Checker::Import(const syntax::Decl& decl, const syntax::Import& import) {
+  std::filesystem::path path;
+  if (import.is_path) {
+    path = std::filesystem::path(std::string(sources_.Get(decl.span.file).name())).parent_path() / import.target;
+  } else {
+    path = std::filesystem::path(options_.stdlib_dir) / (import.target + ".weft");
+  }
+  std::string key = path.lexically_normal().string();
+  if (imported_.count(key)) return;
+  if (importing_.count(key)) {
+    diagnostics_.Emit(DiagnosticKind::CannotImport, decl.span, import.target, "it imports this file back (a cycle)");
+    return;
+  }
+  std::string reason;
+  std::optional<FileId> file = sources_.Load(key, reason);
+  if (!file) {
+    diagnostics_.Emit(DiagnosticKind::CannotImport, decl.span, import.target,
+                      import.is_path ? "`" + key + "`: " + reason : "there is no module `" + import.target + "`");
+    return;
+  }
+  importing_.insert(key);
+  syntax::Ast ast = syntax::Parse(sources_, *file, diagnostics_);
+  // The importer's state is saved around the imported file.
+  const syntax::Ast* saved_ast = ast_;
+  auto saved_below = std::move(defined_below_);
+  CheckFile(ast, nullptr);
+  ast_ = saved_ast;
+  defined_below_ = std::move(saved_below);
+  importing_.erase(key);
+  imported_.insert(key);
+}
+
+void Checker::CheckFile(const syntax::Ast& ast, std::vector<CheckedDef>* own) {
+  ast_ = &ast;
+  defined_below_.clear();
+  std::map<std::string, Span> seen;
+  for (const syntax::Decl& decl : ast.decls()) {
+    const syntax::Name* name = std::holds_alternative<syntax::Def>(decl.node) ? &std::get<syntax::Def>(decl.node).name
+                               : std::holds_alternative<syntax::KernelDecl>(decl.node)
+                                   ? &std::get<syntax::KernelDecl>(decl.node).name
+                                   : nullptr;
+    if (name) defined_below_.emplace(name->text, name->span);
+  }
+  for (const syntax::Decl& decl : ast.decls()) {
+    if (const auto* import = std::get_if<syntax::Import>(&decl.node)) {
+      Import(decl, *import);
+      ast_ = &ast;
+      continue;
+    }
+    const syntax::Name& name = std::holds_alternative<syntax::Def>(decl.node)
+                                   ? std::get<syntax::Def>(decl.node).name
+                                   : std::get<syntax::KernelDecl>(decl.node).name;
+    if (auto it = seen.find(name.text); it != seen.end()) {
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DuplicateDefinition, name.span, name.text);
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteDefinedHere, it->second, name.text));
+    }
+    seen.emplace(name.text, name.span);
+    defined_below_.erase(name.text);
+    if (const auto* def = std::get_if<syntax::Def>(&decl.node)) {
+      CheckDef(decl, *def, own);
+    } else {
+      CheckKernel(decl, std::get<syntax::KernelDecl>(decl.node), own);
+    }
+  }
+}
+
+CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& diagnostics,
+                  const CheckOptions& options) {
+  Checker checker(sources, diagnostics, options);
+  std::vector<CheckedDef> defs;
+  checker.CheckFile(ast, &defs);
+  return CheckResult{std::move(checker.vars()), std::move(defs)};
+}
+
+std::string Signature(const CheckResult& result, const CheckedDef& def) {
+  TypePrinter printer(result.vars);
+  return def.name + " : " + printer.PrintWithClasses(def.scheme.type);
+}
+
+}  // namespace weft::check

@@ -1,0 +1,141 @@
+// The checker's internal state, shared by its files: checker.cpp (definitions, imports,
+// generalization), handle_expr.cpp (expressions), annotations.cpp (written types), prelude.cpp
+// (built-ins) and obligations.cpp (what unification could not decide). See check.h.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check/check.h"
+#include "check/type_printer.h"
+#include "check/unify.h"
+
+namespace weft::check {
+
+struct Binding {
+  enum class Kind { Value, Size };
+  Kind kind = Kind::Value;
+  Scheme scheme;  // Value
+  SizeVarId size;  // Size: a size variable, usable as an i64 value
+  Span span;       // where it is bound, for notes
+};
+
+// Names in scope, innermost last.
+class Env {
+ public:
+  void Push(std::string name, Binding binding) { entries_.emplace_back(std::move(name), std::move(binding)); }
+  std::size_t Mark() const { return entries_.size(); }
+  void Reset(std::size_t mark) { entries_.resize(mark); }
+  const Binding* Find(std::string_view name) const;
+  void Names(std::vector<std::string>& out) const;
+
+ private:
+  std::vector<std::pair<std::string, Binding>> entries_;
+};
+
+// What the obligation's failure says: called with true when it was refuted, false when it could
+// not be proved.
+using Report = std::function<void(bool refuted)>;
+
+struct Obligation {
+  DimFact goal;
+  Report report;
+  std::string what;  // for run-time checks: "the inner dimensions of `@`"
+};
+
+// A broadcast whose alignment was ambiguous when first seen.
+struct PendingBroadcast {
+  Shape lhs, rhs;
+  ShapeVarId result;
+  std::function<void()> report_ambiguous;
+};
+
+// The names an annotation introduces, per definition.
+struct AnnotationScope {
+  std::map<std::string, TypeVarId> type_vars;
+  std::map<std::string, ElemVarId> elem_vars;
+  std::map<std::string, ShapeVarId> shape_vars;
+  VarKind new_sizes = VarKind::Rigid;  // what a new size name in an annotation becomes
+};
+
+// How an elementwise operator constrains its operands.
+enum class BinaryTypes { Arithmetic, Comparison, Equality, Logical };
+
+class Checker {
+ public:
+  Checker(SourceManager& sources, Diagnostics& diagnostics, const CheckOptions& options);
+
+  // Checks a file; its definitions are added to the globals, and returned when `own` is set.
+  void CheckFile(const syntax::Ast& ast, std::vector<CheckedDef>* own);
+  VarStore& vars() { return vars_; }
+
+  // ---- checker.cpp ----
+  void CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::vector<CheckedDef>* own);
+  void CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own);
+  void Import(const syntax::Decl& decl, const syntax::Import& import);
+  TypeRef Instantiate(const Scheme& scheme, Span call, const std::string& name);
+  Scheme Generalize(const TypeRef& type);
+  void DefaultElems(const TypeRef& type);
+  void Define(const std::string& name, Span span, Binding binding);
+  // Binds a pattern's names to the parts of `type`; generalizes them when `generalize` (a `let`
+  // of a function). Returns the type, refined by the pattern's annotation if it has one.
+  TypeRef BindPattern(syntax::PatternId pattern, const TypeRef& type, Env& env, bool generalize);
+
+  // ---- handle_expr.cpp ----
+  TypeRef Infer(syntax::ExprId id);
+  TypeRef InferApply(const syntax::Expr& e, const syntax::expr::Apply& apply);
+  TypeRef InferBinary(const syntax::Expr& e, const syntax::expr::Binary& binary);
+  TypeRef InferIndex(const syntax::Expr& e, const syntax::expr::Index& index);
+  TypeRef InferShapeBuiltin(const std::string& name, const syntax::Expr& e, const syntax::expr::Apply& apply);
+  TypeRef Elementwise(std::string_view verb, BinaryTypes kind, syntax::ExprId lhs, const TypeRef& lt,
+                      syntax::ExprId rhs, const TypeRef& rt, Span span);
+  std::optional<Dim> ExprToDim(syntax::ExprId id);
+  std::optional<std::vector<Dim>> ShapeArgument(syntax::ExprId id);
+  // Unifies, reporting a mismatch as `context: expected A, found B` at `span`.
+  bool Expect(const TypeRef& expected, const TypeRef& found, Span span, std::string_view context);
+  void RecordDeferred(Span span, std::string_view context);
+  void UnknownName(const std::string& name, Span span);
+
+  // ---- annotations.cpp ----
+  TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);
+  TypeRef FromAnnotationInKernel(syntax::TypeId id, AnnotationScope& scope);
+  std::optional<Dim> FromDim(syntax::DimId id, AnnotationScope& scope);
+  std::optional<DimFact> WhereFact(syntax::ExprId condition);
+
+  // ---- prelude.cpp ----
+  void LoadPrelude();
+  bool IsBuiltin(const std::string& name) const { return builtins_.count(name) > 0; }
+
+  // ---- obligations.cpp ----
+  void Oblige(DimFact goal, Report report, std::string what = "");
+  void Discharge(CheckedDef& def, bool has_params);
+  void RetryBroadcasts(bool final);
+
+  SourceManager& sources_;
+  Diagnostics& diagnostics_;
+  CheckOptions options_;
+  VarStore vars_;
+  Unifier unifier_{vars_};
+  const syntax::Ast* ast_ = nullptr;  // the file being checked
+  Env env_;                           // locals and sizes of the definition being checked
+  std::map<std::string, Binding> globals_;
+  std::map<std::string, Binding> builtins_;
+  std::map<std::string, Span> defined_below_;  // names defined later in the file, for messages
+  std::set<std::string> importing_;            // modules being imported (cycle detection)
+  std::set<std::string> imported_;
+  AnnotationScope* scope_ = nullptr;           // the annotation scope of the current definition
+  std::string current_;                        // the definition being checked
+  bool in_main_ = false;
+  bool in_kernel_ = false;
+  int errors_at_start_ = 0;
+  std::vector<DimFact> facts_;                 // `where` facts of the current definition
+  std::vector<Obligation> obligations_;
+  std::vector<PendingBroadcast> pending_;
+  std::vector<RuntimeCheck> runtime_checks_;
+};
+
+}  // namespace weft::check

@@ -1,0 +1,212 @@
+// Inference of applications, including the built-ins whose types need more than a type scheme:
+// those that read a shape from a list argument (`zeros [m, 2 * n]`, `reshape [a * b] x`), and
+// the elementwise ones that broadcast (`maximum`, `minimum`, `select`).
+#include <numeric>
+
+#include "check/checker.h"
+
+namespace weft::check {
+namespace {
+
+const std::set<std::string>& ShapeBuiltins() {
+  static const std::set<std::string> names = {"zeros", "ones", "full", "iota", "random", "reshape", "permute", "dequant"};
+  return names;
+}
+
+TypeRef HeadOf(const VarStore& vars, TypeRef type) {
+  while (const auto* var = std::get_if<VarType>(&type->node)) {
+    if (!vars.info(var->var).binding) break;
+    type = vars.info(var->var).binding;
+  }
+  return type;
+}
+
+}  // namespace
+
+TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& apply) {
+  const syntax::Expr& callee = ast_->Get(apply.callee);
+  std::string name = "the function";
+  std::size_t first_arg = 0;
+  TypeRef f;
+  if (const auto* var = std::get_if<syntax::expr::Var>(&callee.node)) {
+    name = var->name;
+    bool builtin = !env_.Find(var->name) && !globals_.count(var->name) && builtins_.count(var->name);
+    if (builtin && ShapeBuiltins().count(var->name)) return InferShapeBuiltin(var->name, e, apply);
+    if (builtin && (var->name == "maximum" || var->name == "minimum") && apply.args.size() == 2) {
+      TypeRef lt = Infer(apply.args[0]), rt = Infer(apply.args[1]);
+      return Elementwise("take the " + var->name + " of", BinaryTypes::Arithmetic, apply.args[0], lt, apply.args[1],
+                         rt, e.span);
+    }
+    if (builtin && var->name == "select" && apply.args.size() == 3) {
+      TypeRef ct = Infer(apply.args[0]), at = Infer(apply.args[1]), bt = Infer(apply.args[2]);
+      TypeRef values = Elementwise("select between", BinaryTypes::Arithmetic, apply.args[1], at, apply.args[2], bt, e.span);
+      // The condition broadcasts against the values; it must be bool.
+      Shape s = Shape::Spread(vars_.NewShapeVar());
+      Expect(MakeTensor(Elem{Dtype::Bool}, s), ct, ast_->Get(apply.args[0]).span, "the condition of `select`");
+      Shape vs = std::get<TensorType>(vars_.Resolve(values)->node).shape;
+      Broadcast b = BroadcastShapes(unifier_, vars_, vars_.Resolve(s), vs);
+      RecordDeferred(ast_->Get(apply.args[0]).span, "the condition of `select`");
+      Elem elem = std::get<TensorType>(vars_.Resolve(values)->node).elem;
+      return MakeTensor(elem, b.status == Broadcast::Status::Ok ? b.shape : vs);
+    }
+  }
+  f = Infer(apply.callee);
+  for (std::size_t i = first_arg; i < apply.args.size(); ++i) {
+    syntax::ExprId arg = apply.args[i];
+    TypeRef arg_type = Infer(arg);
+    TypeRef head = HeadOf(vars_, f);
+    if (std::holds_alternative<VarType>(head->node)) {
+      TypeRef result = MakeVar(vars_.NewTypeVar());
+      unifier_.Unify(head, MakeFunction(arg_type, result));
+      f = result;
+      continue;
+    }
+    const auto* function = std::get_if<FunctionType>(&head->node);
+    if (!function) {
+      TypePrinter p(vars_);
+      diagnostics_.Emit(DiagnosticKind::NotAFunction, i == 0 ? callee.span : e.span, name, p.Print(head));
+      return MakeVar(vars_.NewTypeVar());
+    }
+    TypePrinter printer(vars_);
+    std::string param_text = printer.Print(function->param);
+    std::string arg_text = printer.Print(arg_type);
+    if (auto m = unifier_.Unify(function->param, arg_type)) {
+      unifier_.TakeDeferred();
+      diagnostics_.Emit(DiagnosticKind::ArgumentMismatch, ast_->Get(arg).span, i + 1, name, arg_text,
+                        "`" + name + "` takes `" + param_text + "`: " + m->message);
+      return MakeVar(vars_.NewTypeVar());
+    }
+    RecordDeferred(ast_->Get(arg).span, "argument " + std::to_string(i + 1) + " of `" + name + "`");
+    f = function->result;
+  }
+  return f;
+}
+
+TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& e, const syntax::expr::Apply& apply) {
+  auto need = [&](std::size_t count) {
+    if (apply.args.size() >= count) return true;
+    TypeRef type = builtins_.at(name).scheme.type;
+    diagnostics_.Emit(DiagnosticKind::TypeMismatch, e.span, "`" + name + "` needs " + std::to_string(count) +
+                      " arguments", TypePrinter(vars_).Print(type), "a partial application", "");
+    return false;
+  };
+  TypeRef result;
+  std::size_t used = 1;
+  if (!need(1)) return MakeVar(vars_.NewTypeVar());
+  std::optional<std::vector<Dim>> dims = ShapeArgument(apply.args[0]);
+  Span shape_span = ast_->Get(apply.args[0]).span;
+  if (!dims) {
+    for (std::size_t i = 1; i < apply.args.size(); ++i) Infer(apply.args[i]);
+    return MakeVar(vars_.NewTypeVar());
+  }
+  if (name == "zeros" || name == "ones") {
+    result = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape::Of(*dims));
+  } else if (name == "full") {
+    if (!need(2)) return MakeVar(vars_.NewTypeVar());
+    ElemVarId t = vars_.NewElemVar();
+    Expect(MakeTensor(Elem{t}, Shape{}), Infer(apply.args[1]), ast_->Get(apply.args[1]).span,
+           "the fill value of `full`");
+    result = MakeTensor(Elem{t}, Shape::Of(*dims));
+    used = 2;
+  } else if (name == "iota") {
+    if (dims->size() != 1) {
+      diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span, "a list of " + std::to_string(dims->size()) +
+                                                                           " dims: `iota` takes one, `iota [n]`");
+      return MakeVar(vars_.NewTypeVar());
+    }
+    result = MakeTensor(Elem{Dtype::I64}, Shape::Of(*dims));
+  } else if (name == "random") {
+    if (!need(2)) return MakeVar(vars_.NewTypeVar());
+    Expect(MakeScalar(Dtype::I64), Infer(apply.args[1]), ast_->Get(apply.args[1]).span, "the seed of `random`");
+    result = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape::Of(*dims));
+    used = 2;
+  } else if (name == "reshape") {
+    if (!need(2)) return MakeVar(vars_.NewTypeVar());
+    TypeRef x = Infer(apply.args[1]);
+    ElemVarId t = vars_.NewElemVar();
+    Shape s = Shape::Spread(vars_.NewShapeVar());
+    Span xspan = ast_->Get(apply.args[1]).span;
+    if (Expect(MakeTensor(Elem{t}, s), x, xspan, "the tensor `reshape` reshapes")) {
+      Shape from = vars_.Resolve(s);
+      TypePrinter printer(vars_);
+      std::string from_text = printer.Print(x);
+      std::string to_text = printer.Print(MakeTensor(Elem{t}, Shape::Of(*dims)));
+      if (!from.Known()) {
+        diagnostics_.Emit(DiagnosticKind::UndecidedObligation, e.span, "the element count of `reshape`", current_);
+      } else {
+        Dim before = Dim::Constant(1), after = Dim::Constant(1);
+        for (const Dim& d : from.before) {
+          if (auto product = core::Mul(before, d)) before = *product;
+        }
+        for (const Dim& d : *dims) {
+          if (auto product = core::Mul(after, d)) after = *product;
+        }
+        Oblige(DimFact{before, Relation::Eq, after, e.span},
+               [this, from_text, to_text, before, after, span = e.span](bool refuted) {
+                 TypePrinter p(vars_);
+                 diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
+                                   p.Print(after) + (refuted ? "" : " (add a `where` clause that says so)"));
+               },
+               "the element count of `reshape`");
+      }
+    }
+    result = MakeTensor(Elem{t}, Shape::Of(*dims));
+    used = 2;
+  } else if (name == "permute") {
+    if (!need(2)) return MakeVar(vars_.NewTypeVar());
+    TypeRef x = Infer(apply.args[1]);
+    std::vector<std::int64_t> order;
+    for (const Dim& d : *dims) order.push_back(d.AsConstant().value_or(-1));
+    std::vector<Dim> axes;
+    for (std::size_t i = 0; i < order.size(); ++i) axes.push_back(Dim::Var(vars_.NewSizeVar()));
+    ElemVarId t = vars_.NewElemVar();
+    Expect(MakeTensor(Elem{t}, Shape::Of(axes)), x, ast_->Get(apply.args[1]).span, "the tensor `permute` permutes");
+    std::vector<std::int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::int64_t> identity(order.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (sorted != identity) {
+      diagnostics_.Emit(DiagnosticKind::BadPermutation, shape_span, std::string(sources_.Text(shape_span)), order.size());
+      return MakeVar(vars_.NewTypeVar());
+    }
+    std::vector<Dim> permuted;
+    for (std::int64_t p : order) permuted.push_back(vars_.Resolve(axes[static_cast<std::size_t>(p)]));
+    result = MakeTensor(Elem{t}, Shape::Of(permuted));
+    used = 2;
+  } else {  // dequant [g] q scales : 'q[..s, k] -> 't[..s, k / g] -> 't[..s, k]
+    if (!need(3)) return MakeVar(vars_.NewTypeVar());
+    if (dims->size() != 1 || !(*dims)[0].AsConstant() || *(*dims)[0].AsConstant() <= 0) {
+      diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span, "a group size that is not one positive literal");
+      return MakeVar(vars_.NewTypeVar());
+    }
+    std::int64_t g = *(*dims)[0].AsConstant();
+    ShapeVarId s = vars_.NewShapeVar();
+    SizeVarId k = vars_.NewSizeVar();
+    ElemVarId q = vars_.NewElemVar(ElemClass::Num);
+    ElemVarId t = vars_.NewElemVar(ElemClass::Float);
+    Expect(MakeTensor(Elem{q}, Shape{{}, s, {Dim::Var(k)}}), Infer(apply.args[1]), ast_->Get(apply.args[1]).span,
+           "the quantized tensor of `dequant`");
+    Dim kd = vars_.Resolve(Dim::Var(k));
+    Dim groups = *core::Div(kd, g);
+    Oblige(DimFact{*core::Mod(kd, g), Relation::Eq, Dim(), e.span},
+           [this, kd, g, span = e.span](bool refuted) {
+             TypePrinter p(vars_);
+             diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, p.Print(kd), g,
+                               refuted ? "" : ": add `where " + p.Print(kd) + " % " + std::to_string(g) + " == 0`");
+           },
+           "the group size of `dequant`");
+    Expect(MakeTensor(Elem{t}, Shape{{}, s, {groups}}), Infer(apply.args[2]), ast_->Get(apply.args[2]).span,
+           "the scales of `dequant`");
+    result = MakeTensor(Elem{t}, Shape{{}, s, {Dim::Var(k)}});
+    used = 3;
+  }
+  // Further arguments apply to the result, which is a tensor: an error.
+  if (apply.args.size() > used) {
+    Span applied = ast_->Get(apply.callee).span.To(ast_->Get(apply.args[used - 1]).span);
+    diagnostics_.Emit(DiagnosticKind::NotAFunction, e.span, sources_.Text(applied), TypePrinter(vars_).Print(result));
+    for (std::size_t i = used; i < apply.args.size(); ++i) Infer(apply.args[i]);
+  }
+  return result;
+}
+
+}  // namespace weft::check

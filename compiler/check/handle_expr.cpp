@@ -1,0 +1,581 @@
+// Inference of expressions: one case per AST node kind; see check.h for the whole algorithm.
+#include <algorithm>
+
+#include "check/checker.h"
+
+namespace weft::check {
+namespace {
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+std::string_view Verb(syntax::BinaryOp op) {
+  switch (op) {
+    case syntax::BinaryOp::Add: return "add";
+    case syntax::BinaryOp::Sub: return "subtract";
+    case syntax::BinaryOp::Mul: return "multiply";
+    case syntax::BinaryOp::Div: return "divide";
+    case syntax::BinaryOp::Mod: return "take the remainder of";
+    case syntax::BinaryOp::And:
+    case syntax::BinaryOp::Or: return "combine";
+    default: return "compare";
+  }
+}
+
+// Edit distance, for "did you mean".
+std::size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t next = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = row[j];
+      row[j] = next;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void Checker::UnknownName(const std::string& name, Span span) {
+  if (auto later = defined_below_.find(name); later != defined_below_.end()) {
+    Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DefinedBelow, span, name);
+    error.notes.push_back(MakeNote(DiagnosticKind::NoteDefinedHere, later->second, name));
+    return;
+  }
+  std::vector<std::string> names;
+  env_.Names(names);
+  for (const auto& [global, binding] : globals_) names.push_back(global);
+  for (const auto& [builtin, binding] : builtins_) names.push_back(builtin);
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(1, name.size() / 3) + 1;
+  for (const std::string& candidate : names) {
+    std::size_t d = Distance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  diagnostics_.Emit(DiagnosticKind::UnknownName, span, name, best.empty() ? "" : "; did you mean `" + best + "`?");
+}
+
+void Checker::RecordDeferred(Span span, std::string_view context) {
+  for (DeferredEquality& eq : unifier_.TakeDeferred()) {
+    std::string what(context);
+    DimFact goal{eq.lhs, Relation::Eq, eq.rhs, span};
+    Oblige(goal,
+           [this, goal, what](bool refuted) {
+             TypePrinter printer(vars_);
+             std::string a = printer.Print(goal.lhs), b = printer.Print(goal.rhs);
+             if (refuted) {
+               diagnostics_.Emit(DiagnosticKind::TypeMismatch, goal.span, what, a, b, "");
+             } else {
+               diagnostics_.Emit(DiagnosticKind::RigidSize, goal.span, what, a, b);
+             }
+           },
+           what);
+  }
+}
+
+bool Checker::Expect(const TypeRef& expected, const TypeRef& found, Span span, std::string_view context) {
+  TypePrinter before(vars_);
+  std::string expected_text = before.Print(expected);
+  std::string found_text = before.Print(found);
+  std::optional<Mismatch> mismatch = unifier_.Unify(expected, found);
+  if (!mismatch) {
+    RecordDeferred(span, context);
+    return true;
+  }
+  unifier_.TakeDeferred();
+  switch (mismatch->kind) {
+    case Mismatch::Kind::Occurs:
+      diagnostics_.Emit(DiagnosticKind::OccursCheck, span, context);
+      break;
+    case Mismatch::Kind::Rank:
+      diagnostics_.Emit(DiagnosticKind::RankMismatch, span, context, expected_text, found_text);
+      break;
+    case Mismatch::Kind::Class:
+      diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, context, mismatch->message);
+      break;
+    default:
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, span, context, expected_text, found_text,
+                        ": " + mismatch->message);
+  }
+  return false;
+}
+
+std::optional<Dim> Checker::ExprToDim(syntax::ExprId id) {
+  const syntax::Expr& e = ast_->Get(id);
+  auto fail = [&](const std::string& found) -> std::optional<Dim> {
+    diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, e.span, found);
+    return std::nullopt;
+  };
+  if (const auto* lit = std::get_if<syntax::expr::IntLit>(&e.node)) {
+    if (lit->value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return fail("a huge integer");
+    return Dim::Constant(static_cast<std::int64_t>(lit->value));
+  }
+  if (const auto* var = std::get_if<syntax::expr::Var>(&e.node)) {
+    const Binding* binding = env_.Find(var->name);
+    if (binding && binding->kind == Binding::Kind::Size) return Dim::Var(binding->size);
+    if (!binding && !globals_.count(var->name) && !builtins_.count(var->name)) {
+      UnknownName(var->name, e.span);
+      return std::nullopt;
+    }
+    return fail("`" + var->name + "`, which is a value, not a size");
+  }
+  if (const auto* binary = std::get_if<syntax::expr::Binary>(&e.node)) {
+    std::optional<Dim> lhs = ExprToDim(binary->lhs);
+    if (!lhs) return std::nullopt;
+    if (binary->op == syntax::BinaryOp::Div || binary->op == syntax::BinaryOp::Mod) {
+      const auto* divisor = std::get_if<syntax::expr::IntLit>(&ast_->Get(binary->rhs).node);
+      if (!divisor || divisor->value == 0 || divisor->value > (1u << 30)) {
+        return fail("a division by something other than a positive integer literal");
+      }
+      auto d = static_cast<std::int64_t>(divisor->value);
+      if (binary->op == syntax::BinaryOp::Mod) return *core::Mod(*lhs, d);
+      // `p / d` obliges `p % d == 0` (language.md, Types).
+      Dim remainder = *core::Mod(*lhs, d);
+      Dim p = *lhs;
+      Oblige(DimFact{remainder, Relation::Eq, Dim(), e.span},
+             [this, p, d, span = e.span](bool refuted) {
+               TypePrinter printer(vars_);
+               std::string text = printer.Print(p);
+               diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
+                                 refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
+             },
+             "an exact division");
+      return *core::Div(*lhs, d);
+    }
+    std::optional<Dim> rhs = ExprToDim(binary->rhs);
+    if (!rhs) return std::nullopt;
+    core::Result<Dim> result = binary->op == syntax::BinaryOp::Add   ? core::Add(*lhs, *rhs)
+                               : binary->op == syntax::BinaryOp::Sub ? core::Sub(*lhs, *rhs)
+                               : binary->op == syntax::BinaryOp::Mul ? core::Mul(*lhs, *rhs)
+                                                                     : core::Result<Dim>(core::DimError{});
+    if (binary->op != syntax::BinaryOp::Add && binary->op != syntax::BinaryOp::Sub &&
+        binary->op != syntax::BinaryOp::Mul) {
+      return fail("the operator `" + std::string(syntax::Spelling(binary->op)) + "`");
+    }
+    if (!result) return fail("a dimension that overflows 64 bits");
+    return *result;
+  }
+  return fail("an expression that is not a dim");
+}
+
+std::optional<std::vector<Dim>> Checker::ShapeArgument(syntax::ExprId id) {
+  const syntax::Expr& e = ast_->Get(id);
+  const auto* list = std::get_if<syntax::expr::List>(&e.node);
+  if (!list) {
+    diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, e.span, "an expression that is not a list `[...]`");
+    return std::nullopt;
+  }
+  std::vector<Dim> dims;
+  bool ok = true;
+  for (syntax::ExprId element : list->elements) {
+    std::optional<Dim> d = ExprToDim(element);
+    if (d) {
+      dims.push_back(*d);
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return dims;
+}
+
+TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::ExprId lhs, const TypeRef& lt,
+                             syntax::ExprId rhs, const TypeRef& rt, Span span) {
+  Span lspan = ast_->Get(lhs).span, rspan = ast_->Get(rhs).span;
+  ElemClass cls = kind == BinaryTypes::Arithmetic || kind == BinaryTypes::Comparison ? ElemClass::Num : ElemClass::None;
+  Elem elem = kind == BinaryTypes::Logical ? Elem{Dtype::Bool} : Elem{vars_.NewElemVar(cls)};
+  Shape ls = Shape::Spread(vars_.NewShapeVar());
+  Shape rs = Shape::Spread(vars_.NewShapeVar());
+  TypePrinter printer(vars_);
+  std::string ltext = printer.Print(lt), rtext = printer.Print(rt);
+  // Both operands are tensors of one element type.
+  for (auto [type, shape, where] : {std::tuple{lt, ls, lspan}, std::tuple{rt, rs, rspan}}) {
+    std::optional<Mismatch> m = unifier_.Unify(MakeTensor(Elem{vars_.NewElemVar()}, shape), type);
+    if (m) {
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, where, "an operand of `" + std::string(verb) + "`", "a tensor",
+                        printer.Print(type), "");
+      return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
+    }
+  }
+  auto elem_of = [&](const TypeRef& t) { return std::get<TensorType>(vars_.Resolve(t)->node).elem; };
+  Elem le = elem_of(lt), re = elem_of(rt);
+  if (kind == BinaryTypes::Logical) {
+    for (auto [e, type, where] : {std::tuple{le, lt, lspan}, std::tuple{re, rt, rspan}}) {
+      if (auto m = unifier_.UnifyElem(Elem{Dtype::Bool}, e)) {
+        diagnostics_.Emit(DiagnosticKind::TypeMismatch, where, "an operand of a logical operator", "bool[..s]",
+                          TypePrinter(vars_).Print(type), "");
+        return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
+      }
+    }
+  } else {
+    if (auto m = unifier_.UnifyElem(le, re)) {
+      TypePrinter p(vars_);
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext, rtext, p.Print(le),
+                                            p.Print(re));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+      return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
+    }
+    if (kind != BinaryTypes::Logical) {
+      if (auto m = unifier_.RequireClass(le, cls)) {
+        diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, "cannot " + std::string(verb) + " `" + ltext + "`",
+                          m->message);
+      }
+      if (kind != BinaryTypes::Comparison && kind != BinaryTypes::Equality) unifier_.UnifyElem(elem, le);
+    }
+  }
+  Shape a = std::get<TensorType>(vars_.Resolve(lt)->node).shape;
+  Shape b = std::get<TensorType>(vars_.Resolve(rt)->node).shape;
+  Broadcast result = BroadcastShapes(unifier_, vars_, a, b);
+  std::string what = "cannot " + std::string(verb) + " `" + ltext + "` and `" + rtext + "`";
+  auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, rspan](bool refuted, const Dim& x,
+                                                                                       const Dim& y) {
+    TypePrinter p(vars_);
+    std::string detail = refuted ? "dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` differ"
+                                 : "dimensions `" + p.Print(x) + "` and `" + p.Print(y) +
+                                       "` may differ; add `where " + p.Print(x) + " == " + p.Print(y) +
+                                       "` or use one size name";
+    Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims,
+                                          lspan, verb, ltext, rtext, detail);
+    error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+  };
+  for (DeferredEquality& eq : unifier_.TakeDeferred()) {
+    DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
+    Oblige(goal, [report_shapes, eq](bool refuted) { report_shapes(refuted, eq.lhs, eq.rhs); }, what);
+  }
+  Elem out = kind == BinaryTypes::Comparison || kind == BinaryTypes::Equality ? Elem{Dtype::Bool}
+                                                                               : vars_.Resolve(elem);
+  switch (result.status) {
+    case Broadcast::Status::Ok:
+      return MakeTensor(out, result.shape);
+    case Broadcast::Status::Mismatch: {
+      Diagnostic& error =
+          diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, verb, ltext, rtext, result.message);
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+      return MakeTensor(out, Shape::Spread(vars_.NewShapeVar()));
+    }
+    case Broadcast::Status::Ambiguous: {
+      ShapeVarId r = vars_.NewShapeVar();
+      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, rspan] {
+                            Diagnostic& error =
+                                diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext, rtext);
+                            error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+                          }});
+      return MakeTensor(out, Shape::Spread(r));
+    }
+  }
+  return MakeTensor(out, Shape::Spread(vars_.NewShapeVar()));
+}
+
+TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& binary) {
+  using syntax::BinaryOp;
+  if (binary.op == BinaryOp::Pipe) {
+    // x |> f == f x
+    TypeRef x = Infer(binary.lhs);
+    TypeRef f = Infer(binary.rhs);
+    TypeRef result = MakeVar(vars_.NewTypeVar());
+    Expect(MakeFunction(x, result), f, ast_->Get(binary.rhs).span, "the right side of `|>`");
+    return result;
+  }
+  TypeRef lt = Infer(binary.lhs);
+  TypeRef rt = Infer(binary.rhs);
+  if (binary.op == BinaryOp::MatMul) {
+    // 't[..b, m, k] @ 't[..b, k, n] -> 't[..b, m, n]; batch dims broadcast.
+    Span lspan = ast_->Get(binary.lhs).span, rspan = ast_->Get(binary.rhs).span;
+    TypePrinter printer(vars_);
+    std::string ltext = printer.Print(lt), rtext = printer.Print(rt);
+    ElemVarId t = vars_.NewElemVar(ElemClass::Num);
+    SizeVarId m = vars_.NewSizeVar(), k1 = vars_.NewSizeVar(), k2 = vars_.NewSizeVar(), n = vars_.NewSizeVar();
+    Shape lb = Shape::Spread(vars_.NewShapeVar()), rb = Shape::Spread(vars_.NewShapeVar());
+    TypeRef lpattern = MakeTensor(Elem{t}, Shape{{}, lb.spread, {Dim::Var(m), Dim::Var(k1)}});
+    TypeRef rpattern = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape{{}, rb.spread, {Dim::Var(k2), Dim::Var(n)}});
+    if (!Expect(lpattern, lt, lspan, "the left operand of `@` (a matrix or a batch of them)") ||
+        !Expect(rpattern, rt, rspan, "the right operand of `@` (a matrix or a batch of them)")) {
+      return MakeTensor(Elem{t}, Shape::Spread(vars_.NewShapeVar()));
+    }
+    Elem le = std::get<TensorType>(vars_.Resolve(lt)->node).elem;
+    Elem re = std::get<TensorType>(vars_.Resolve(rt)->node).elem;
+    if (unifier_.UnifyElem(le, re)) {
+      TypePrinter p(vars_);
+      Diagnostic& error =
+          diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext, rtext, p.Print(le), p.Print(re));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+    }
+    Dim inner_l = vars_.Resolve(Dim::Var(k1)), inner_r = vars_.Resolve(Dim::Var(k2));
+    if (auto mismatch = unifier_.UnifyDim(inner_l, inner_r)) {
+      TypePrinter p(vars_);
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(inner_l),
+                                            p.Print(inner_r));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+    }
+    for (DeferredEquality& eq : unifier_.TakeDeferred()) {
+      DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
+      Oblige(goal,
+             [this, ltext, rtext, lspan, rspan, eq](bool refuted) {
+               TypePrinter p(vars_);
+               Diagnostic& error =
+                   refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(eq.lhs),
+                                               p.Print(eq.rhs))
+                           : diagnostics_.Emit(DiagnosticKind::UnprovedDims, lspan, "multiply", ltext, rtext,
+                                               "inner dimensions `" + p.Print(eq.lhs) + "` and `" + p.Print(eq.rhs) +
+                                                   "` may differ");
+               error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+             },
+             "the inner dimensions of `@`");
+    }
+    Broadcast batch = BroadcastShapes(unifier_, vars_, lb, rb);
+    RecordDeferred(lspan, "the batch dimensions of `@`");
+    Shape result = batch.status == Broadcast::Status::Ok ? batch.shape : Shape::Spread(vars_.NewShapeVar());
+    if (batch.status == Broadcast::Status::Mismatch) {
+      diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, "multiply", ltext, rtext,
+                        "batch dimensions: " + batch.message);
+    }
+    if (result.spread) {
+      result.after.push_back(Dim::Var(m));
+      result.after.push_back(Dim::Var(n));
+    } else {
+      result.before.push_back(Dim::Var(m));
+      result.before.push_back(Dim::Var(n));
+    }
+    return MakeTensor(Elem{t}, vars_.Resolve(result));
+  }
+  BinaryTypes kind = BinaryTypes::Arithmetic;
+  switch (binary.op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne: kind = BinaryTypes::Equality; break;
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge: kind = BinaryTypes::Comparison; break;
+    case BinaryOp::And:
+    case BinaryOp::Or: kind = BinaryTypes::Logical; break;
+    default: break;
+  }
+  return Elementwise(Verb(binary.op), kind, binary.lhs, lt, binary.rhs, rt, e.span);
+}
+
+TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& index) {
+  TypeRef base = Infer(index.base);
+  Span bspan = ast_->Get(index.base).span;
+  TypePrinter printer(vars_);
+  std::string btext = printer.Print(base);
+  std::vector<Dim> leading;
+  for (std::size_t i = 0; i < index.items.size(); ++i) leading.push_back(Dim::Var(vars_.NewSizeVar()));
+  ElemVarId t = vars_.NewElemVar();
+  ShapeVarId rest = vars_.NewShapeVar();
+  TypeRef pattern = MakeTensor(Elem{t}, Shape{leading, rest, {}});
+  if (auto m = unifier_.Unify(pattern, base)) {
+    Shape known = vars_.Resolve(base)->node.index() == 1 ? std::get<TensorType>(vars_.Resolve(base)->node).shape : Shape{};
+    if (m->kind == Mismatch::Kind::Rank || m->kind == Mismatch::Kind::Rigid) {
+      diagnostics_.Emit(DiagnosticKind::TooManyIndices, e.span, btext, known.FixedRank(), index.items.size());
+    } else {
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, bspan, "indexing", "a tensor", btext, "");
+    }
+    return MakeVar(vars_.NewTypeVar());
+  }
+  RecordDeferred(bspan, "indexing");
+  std::vector<Dim> kept;
+  for (std::size_t i = 0; i < index.items.size(); ++i) {
+    const syntax::expr::IndexItem& item = index.items[i];
+    Dim axis = vars_.Resolve(leading[i]);
+    switch (item.kind) {
+      case syntax::expr::IndexItem::Kind::At:
+        // An i64 value, checked against the axis at run time.
+        Expect(MakeScalar(Dtype::I64), Infer(item.lo), ast_->Get(item.lo).span, "an index");
+        break;
+      case syntax::expr::IndexItem::Kind::All:
+        kept.push_back(axis);
+        break;
+      case syntax::expr::IndexItem::Kind::Slice: {
+        std::optional<Dim> lo = item.lo ? ExprToDim(item.lo) : Dim();
+        std::optional<Dim> hi = item.hi ? ExprToDim(item.hi) : axis;
+        if (!lo || !hi) {
+          kept.push_back(Dim::Var(vars_.NewSizeVar()));
+          break;
+        }
+        // 0 <= lo <= hi <= axis
+        for (auto [a, b] : {std::pair{Dim(), *lo}, std::pair{*lo, *hi}, std::pair{*hi, axis}}) {
+          Dim lo_copy = *lo, hi_copy = *hi;
+          Oblige(DimFact{a, Relation::Le, b, item.span},
+                 [this, lo_copy, hi_copy, axis, span = item.span](bool refuted) {
+                   TypePrinter p(vars_);
+                   diagnostics_.Emit(DiagnosticKind::SliceOutOfBounds, span, p.Print(lo_copy) + ":" + p.Print(hi_copy),
+                                     p.Print(axis),
+                                     refuted ? "it is out of bounds"
+                                             : "`0 <= " + p.Print(lo_copy) + " <= " + p.Print(hi_copy) +
+                                                   " <= " + p.Print(axis) + "` is not provable; add a `where` clause");
+                 },
+                 "a slice within bounds");
+        }
+        core::Result<Dim> length = core::Sub(*hi, *lo);
+        kept.push_back(length ? *length : Dim::Var(vars_.NewSizeVar()));
+        break;
+      }
+    }
+  }
+  return MakeTensor(Elem{t}, Shape{kept, rest, {}});
+}
+
+TypeRef Checker::Infer(syntax::ExprId id) {
+  const syntax::Expr& e = ast_->Get(id);
+  using namespace syntax::expr;
+  return std::visit(
+      Overloaded{
+          [&](std::monostate) -> TypeRef { WEFT_INTERNAL_ERROR("empty expression node"); },
+          [&](const IntLit&) { return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape{}); },
+          [&](const FloatLit&) { return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Float)}, Shape{}); },
+          [&](const StringLit&) { return MakeString(); },
+          [&](const BoolLit&) { return MakeScalar(Dtype::Bool); },
+          [&](const Var& var) -> TypeRef {
+            if (const Binding* local = env_.Find(var.name)) {
+              if (local->kind == Binding::Kind::Size) return MakeScalar(Dtype::I64);
+              return Instantiate(local->scheme, e.span, var.name);
+            }
+            if (auto global = globals_.find(var.name); global != globals_.end()) {
+              return Instantiate(global->second.scheme, e.span, var.name);
+            }
+            if (auto builtin = builtins_.find(var.name); builtin != builtins_.end()) {
+              return Instantiate(builtin->second.scheme, e.span, var.name);
+            }
+            if (var.name != "_") UnknownName(var.name, e.span);
+            return MakeVar(vars_.NewTypeVar());
+          },
+          [&](const OperatorRef& ref) -> TypeRef {
+            // An operator as a function: operands of one shape (broadcasting needs both operands).
+            ElemVarId t = vars_.NewElemVar(ElemClass::Num);
+            Shape s = Shape::Spread(vars_.NewShapeVar());
+            TypeRef operand = MakeTensor(Elem{t}, s);
+            TypeRef result = operand;
+            switch (ref.op) {
+              case syntax::BinaryOp::Eq:
+              case syntax::BinaryOp::Ne:
+              case syntax::BinaryOp::Lt:
+              case syntax::BinaryOp::Le:
+              case syntax::BinaryOp::Gt:
+              case syntax::BinaryOp::Ge: result = MakeTensor(Elem{Dtype::Bool}, s); break;
+              case syntax::BinaryOp::And:
+              case syntax::BinaryOp::Or: operand = result = MakeTensor(Elem{Dtype::Bool}, s); break;
+              case syntax::BinaryOp::Pipe: {
+                TypeRef a = MakeVar(vars_.NewTypeVar()), b = MakeVar(vars_.NewTypeVar());
+                return MakeFunction({a, MakeFunction(a, b)}, b);
+              }
+              case syntax::BinaryOp::MatMul: {
+                SizeVarId m = vars_.NewSizeVar(), k = vars_.NewSizeVar(), n = vars_.NewSizeVar();
+                ShapeVarId b = vars_.NewShapeVar();
+                auto matrix = [&](SizeVarId r, SizeVarId c) {
+                  return MakeTensor(Elem{t}, Shape{{}, b, {Dim::Var(r), Dim::Var(c)}});
+                };
+                return MakeFunction({matrix(m, k), matrix(k, n)}, matrix(m, n));
+              }
+              default: break;
+            }
+            return MakeFunction({operand, operand}, result);
+          },
+          [&](const Apply& apply) { return InferApply(e, apply); },
+          [&](const Lambda& lambda) -> TypeRef {
+            std::size_t mark = env_.Mark();
+            std::vector<TypeRef> params;
+            for (syntax::PatternId p : lambda.params) params.push_back(BindPattern(p, MakeVar(vars_.NewTypeVar()), env_, false));
+            TypeRef body = Infer(lambda.body);
+            env_.Reset(mark);
+            return MakeFunction(params, body);
+          },
+          [&](const Let& let) -> TypeRef {
+            bool is_function = std::holds_alternative<Lambda>(ast_->Get(let.value).node);
+            vars_.Enter();
+            TypeRef value = Infer(let.value);
+            vars_.Leave();
+            std::size_t mark = env_.Mark();
+            BindPattern(let.pattern, value, env_, is_function);
+            TypeRef body = Infer(let.body);
+            env_.Reset(mark);
+            return body;
+          },
+          [&](const If& branch) -> TypeRef {
+            Expect(MakeScalar(Dtype::Bool), Infer(branch.condition), ast_->Get(branch.condition).span,
+                   "the condition of `if`");
+            TypeRef then_type = Infer(branch.then_branch);
+            TypeRef else_type = Infer(branch.else_branch);
+            Expect(then_type, else_type, ast_->Get(branch.else_branch).span,
+                   "the `else` branch must have the type of the `then` branch");
+            return then_type;
+          },
+          [&](const Binary& binary) { return InferBinary(e, binary); },
+          [&](const Negate& negate) -> TypeRef {
+            TypeRef operand = Infer(negate.operand);
+            ElemVarId t = vars_.NewElemVar(ElemClass::Num);
+            TypeRef pattern = MakeTensor(Elem{t}, Shape::Spread(vars_.NewShapeVar()));
+            Expect(pattern, operand, ast_->Get(negate.operand).span, "the operand of `-`");
+            return pattern;
+          },
+          [&](const Tuple& tuple) -> TypeRef {
+            std::vector<TypeRef> elements;
+            for (syntax::ExprId x : tuple.elements) elements.push_back(Infer(x));
+            return MakeTuple(std::move(elements));
+          },
+          [&](const List& list) -> TypeRef {
+            // A tensor literal: elements of one type 't[..s]; the result is 't[count, ..s].
+            ElemVarId t = vars_.NewElemVar();
+            Shape s = Shape::Spread(vars_.NewShapeVar());
+            TypeRef element = MakeTensor(Elem{t}, s);
+            for (syntax::ExprId x : list.elements) {
+              Expect(element, Infer(x), ast_->Get(x).span, "an element of a tensor literal");
+            }
+            Shape rs = vars_.Resolve(s);
+            rs.before.insert(rs.before.begin(), Dim::Constant(static_cast<std::int64_t>(list.elements.size())));
+            return MakeTensor(Elem{t}, rs);
+          },
+          [&](const Ascribe& ascribe) -> TypeRef {
+            VarKind saved = scope_->new_sizes;
+            scope_->new_sizes = in_main_ ? VarKind::Runtime : VarKind::Flexible;
+            TypeRef annotated = FromAnnotation(ascribe.type, *scope_);
+            scope_->new_sizes = saved;
+            Expect(annotated, Infer(ascribe.expr), ast_->Get(ascribe.expr).span, "the annotation");
+            return annotated;
+          },
+          [&](const Index& index) { return InferIndex(e, index); },
+          [&](const Loop& loop) -> TypeRef {
+            TypeRef state = Infer(loop.init);
+            Expect(MakeScalar(Dtype::I64), Infer(loop.bound), ast_->Get(loop.bound).span, "the trip count of `loop`");
+            std::size_t mark = env_.Mark();
+            BindPattern(loop.state, state, env_, false);
+            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}};
+            env_.Push(loop.counter.text, Binding{Binding::Kind::Value, counter, {}, loop.counter.span});
+            Expect(state, Infer(loop.body), ast_->Get(loop.body).span, "the body of `loop` must give the next state");
+            env_.Reset(mark);
+            return state;
+          },
+          [&](const Pipeline& pipeline) -> TypeRef {
+            Expect(MakeScalar(Dtype::I64), Infer(pipeline.bound), ast_->Get(pipeline.bound).span,
+                   "the trip count of `pipeline`");
+            TypeRef state = Infer(pipeline.init);
+            std::size_t mark = env_.Mark();
+            BindPattern(pipeline.state, state, env_, false);
+            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}};
+            env_.Push(pipeline.counter.text, Binding{Binding::Kind::Value, counter, {}, pipeline.counter.span});
+            Expect(state, Infer(pipeline.body), ast_->Get(pipeline.body).span,
+                   "the body of `pipeline` must give the next state");
+            env_.Reset(mark);
+            return state;
+          },
+          [&](const Cast& cast) -> TypeRef {
+            TypeRef operand = Infer(cast.operand);
+            Shape s = Shape::Spread(vars_.NewShapeVar());
+            Expect(MakeTensor(Elem{vars_.NewElemVar()}, s), operand, ast_->Get(cast.operand).span, "the operand of `cast`");
+            return MakeTensor(Elem{cast.dtype}, vars_.Resolve(s));
+          },
+      },
+      e.node);
+}
+
+}  // namespace weft::check

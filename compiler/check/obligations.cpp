@@ -1,0 +1,180 @@
+// Obligations: facts about dims that unification could not decide (language.md, Types, and the
+// rigid-size rules). Each is decided at the end of its definition, against that definition's
+// `where` facts and the fact that every size is >= 0:
+//  1. Normalization decides most: `n % 64 == 0` with `n / 64` written, `2*n == 2*n + 1`, `n + 1 >= 1`.
+//  2. A goal stated by a `where` fact (up to normalization) holds.
+//  3. What remains is unknown: over rigid sizes an error that suggests the `where` clause to add;
+//     over sizes known only at run time (in `main`) a run-time check; over inferred sizes of an
+//     unannotated function an error asking for annotations.
+#include "check/checker.h"
+
+namespace weft::check {
+namespace {
+
+enum class Verdict { Proved, Refuted, Unknown };
+
+// `e >= 0` for every value of the sizes (all >= 0)? Decided from signs alone: a polynomial whose
+// coefficients are all >= 0 is >= 0; one whose are all <= 0 with a negative constant is < 0.
+Verdict NonNegative(const Dim& e);
+
+// Variables and Mod atoms are >= 0, and so is a Div atom whose operand is.
+bool MonomialNonNegative(const core::Monomial& monomial) {
+  for (const core::Factor& factor : monomial) {
+    if (factor.atom.kind == core::AtomKind::kDiv && NonNegative(*factor.atom.operand) != Verdict::Proved) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Verdict NonNegative(const Dim& e) {
+  if (auto c = e.AsConstant()) return *c >= 0 ? Verdict::Proved : Verdict::Refuted;
+  bool all_non_negative = true, all_non_positive = true;
+  for (const core::Term& term : e.terms()) {
+    if (!MonomialNonNegative(term.monomial)) return Verdict::Unknown;
+    if (term.coefficient > 0) all_non_positive = false;
+    if (term.coefficient < 0) all_non_negative = false;
+  }
+  if (all_non_negative) return Verdict::Proved;
+  if (all_non_positive && e.ConstantTerm() < 0) return Verdict::Refuted;
+  return Verdict::Unknown;
+}
+
+std::optional<Dim> Difference(const Dim& a, const Dim& b) {
+  core::Result<Dim> d = core::Sub(a, b);
+  if (!d) return std::nullopt;
+  return *d;
+}
+
+// Decides `lhs relation rhs` from normalization alone.
+Verdict DecideAlone(const Dim& lhs, Relation relation, const Dim& rhs) {
+  std::optional<Dim> d = Difference(lhs, rhs);  // lhs - rhs
+  std::optional<Dim> r = Difference(rhs, lhs);  // rhs - lhs
+  if (!d || !r) return Verdict::Unknown;
+  auto negate = [](Verdict v) {
+    return v == Verdict::Proved ? Verdict::Refuted : v == Verdict::Refuted ? Verdict::Proved : Verdict::Unknown;
+  };
+  switch (relation) {
+    case Relation::Eq:
+      if (d->IsZero()) return Verdict::Proved;
+      if (d->AsConstant()) return Verdict::Refuted;
+      // `2*n + 1 == 0`: all coefficients positive and a positive constant cannot be zero.
+      if (NonNegative(*d) == Verdict::Proved && d->ConstantTerm() > 0) return Verdict::Refuted;
+      if (NonNegative(*r) == Verdict::Proved && r->ConstantTerm() > 0) return Verdict::Refuted;
+      return Verdict::Unknown;
+    case Relation::Ne: return negate(DecideAlone(lhs, Relation::Eq, rhs));
+    case Relation::Le: return NonNegative(*r);
+    case Relation::Ge: return NonNegative(*d);
+    case Relation::Lt: return negate(NonNegative(*d));
+    case Relation::Gt: return negate(NonNegative(*r));
+  }
+  return Verdict::Unknown;
+}
+
+bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim& rhs) {
+  auto flip = [](Relation r) {
+    switch (r) {
+      case Relation::Lt: return Relation::Gt;
+      case Relation::Le: return Relation::Ge;
+      case Relation::Gt: return Relation::Lt;
+      case Relation::Ge: return Relation::Le;
+      default: return r;
+    }
+  };
+  std::optional<Dim> goal = Difference(lhs, rhs);
+  std::optional<Dim> have = Difference(fact.lhs, fact.rhs);
+  if (!goal || !have) return false;
+  if (fact.relation == relation && *goal == *have) return true;
+  std::optional<Dim> flipped = Difference(fact.rhs, fact.lhs);
+  if (flipped && fact.relation == flip(relation) && *goal == *flipped) return true;
+  // An equation holds either way round.
+  return (relation == Relation::Eq || relation == Relation::Ne) && fact.relation == relation && flipped &&
+         *goal == *flipped;
+}
+
+}  // namespace
+
+std::string_view Spelling(Relation relation) {
+  switch (relation) {
+    case Relation::Eq: return "==";
+    case Relation::Ne: return "!=";
+    case Relation::Lt: return "<";
+    case Relation::Le: return "<=";
+    case Relation::Gt: return ">";
+    case Relation::Ge: return ">=";
+  }
+  return "?";
+}
+
+void Checker::Oblige(DimFact goal, Report report, std::string what) {
+  obligations_.push_back({std::move(goal), std::move(report), std::move(what)});
+}
+
+void Checker::Discharge(CheckedDef& def, bool has_params) {
+  std::vector<DimFact> facts;
+  for (const DimFact& f : facts_) facts.push_back({vars_.Resolve(f.lhs), f.relation, vars_.Resolve(f.rhs), f.span});
+  for (Obligation& obligation : obligations_) {
+    Dim lhs = vars_.Resolve(obligation.goal.lhs);
+    Dim rhs = vars_.Resolve(obligation.goal.rhs);
+    Relation relation = obligation.goal.relation;
+    Verdict verdict = DecideAlone(lhs, relation, rhs);
+    if (verdict == Verdict::Unknown) {
+      for (const DimFact& fact : facts) {
+        if (SameFact(fact, lhs, relation, rhs)) verdict = Verdict::Proved;
+      }
+    }
+    if (verdict == Verdict::Proved) continue;
+    if (verdict == Verdict::Refuted) {
+      obligation.report(true);
+      def.ok = false;
+      continue;
+    }
+    // Unknown: who owns the sizes decides what happens.
+    bool runtime = false, inferred = false;
+    for (const Dim& side : {lhs, rhs}) {
+      for (SizeVarId v : side.Vars()) {
+        VarKind kind = vars_.info(v).kind;
+        runtime = runtime || kind == VarKind::Runtime || (in_main_ && kind == VarKind::Flexible);
+        inferred = inferred || kind == VarKind::Flexible;
+      }
+    }
+    if (runtime) {
+      runtime_checks_.push_back({DimFact{lhs, relation, rhs, obligation.goal.span}, obligation.what});
+    } else if (inferred && !has_params) {
+      obligation.report(false);
+      def.ok = false;
+    } else if (inferred) {
+      TypePrinter p(vars_);
+      diagnostics_.Emit(DiagnosticKind::UndecidedObligation, obligation.goal.span,
+                        p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs), current_);
+      def.ok = false;
+    } else {
+      obligation.report(false);
+      def.ok = false;
+    }
+  }
+  obligations_.clear();
+}
+
+void Checker::RetryBroadcasts(bool final) {
+  bool progress = true;
+  while (progress && !pending_.empty()) {
+    progress = false;
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      PendingBroadcast& p = pending_[i];
+      Broadcast b = BroadcastShapes(unifier_, vars_, p.lhs, p.rhs);
+      if (b.status == Broadcast::Status::Ambiguous) continue;
+      if (b.status == Broadcast::Status::Ok) unifier_.UnifyShape(Shape::Spread(p.result), b.shape);
+      unifier_.TakeDeferred();
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      progress = true;
+      break;
+    }
+  }
+  if (final) {
+    for (PendingBroadcast& p : pending_) p.report_ambiguous();
+    pending_.clear();
+  }
+}
+
+}  // namespace weft::check

@@ -1,0 +1,172 @@
+// The checker's types: what inference works on. A type is immutable and shared (TypeRef); the
+// variables in it (type variables 'a, element-type variables 't, shape variables ..s, size
+// variables n) live in a VarStore, which records their bindings (union-find by substitution),
+// their levels (for let-generalization, as in OCaml), their classes, and whether they are rigid.
+//
+// language.md's type grammar maps onto these as follows:
+//   `f32`, `f32[]`           Tensor{f32, []}          a scalar is a rank-0 tensor
+//   `'t[..s, n]`             Tensor{'t, [..s, n]}     element var, shape var, size var
+//   `'a`                     Var{'a}                  any type
+//   `(a, b)`, `()`           Tuple
+//   `a -> b`                 Function
+//   `string`                 String
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/source.h"
+#include "base/typed_id.h"
+#include "core/dim.h"
+
+namespace weft::check {
+
+using core::Dim;
+using core::SizeVarId;
+using TypeVarId = TypedId<struct TypeVarTag>;
+using ElemVarId = TypedId<struct ElemVarTag>;
+using ShapeVarId = TypedId<struct ShapeVarTag>;
+
+// A class on an element type: `num` (any dtype but bool) or `float` (f8 to f64). Float implies num.
+enum class ElemClass : std::uint8_t { None, Num, Float };
+std::string_view Spelling(ElemClass cls);
+bool InClass(Dtype dtype, ElemClass cls);
+
+struct Elem {
+  std::variant<Dtype, ElemVarId> value;
+  bool is_var() const { return value.index() == 1; }
+  Dtype dtype() const { return std::get<Dtype>(value); }
+  ElemVarId var() const { return std::get<ElemVarId>(value); }
+};
+
+// `[d0, d1, ..s, d2]`: dims before the shape variable, the variable, dims after it. Without a shape
+// variable every dim is in `before` and `after` is empty.
+struct Shape {
+  std::vector<Dim> before;
+  std::optional<ShapeVarId> spread;
+  std::vector<Dim> after;
+
+  bool Known() const { return !spread.has_value(); }  // rank known
+  std::size_t FixedRank() const { return before.size() + after.size(); }
+  static Shape Of(std::vector<Dim> dims) { return Shape{std::move(dims), std::nullopt, {}}; }
+  static Shape Spread(ShapeVarId var) { return Shape{{}, var, {}}; }
+};
+
+struct Type;
+using TypeRef = std::shared_ptr<const Type>;
+
+struct VarType {
+  TypeVarId var;
+};
+struct TensorType {
+  Elem elem;
+  Shape shape;
+};
+struct FunctionType {
+  TypeRef param;
+  TypeRef result;
+};
+struct TupleType {
+  std::vector<TypeRef> elements;
+};
+struct StringType {};
+
+struct Type {
+  std::variant<VarType, TensorType, FunctionType, TupleType, StringType> node;
+};
+
+TypeRef MakeVar(TypeVarId var);
+TypeRef MakeTensor(Elem elem, Shape shape);
+TypeRef MakeScalar(Dtype dtype);
+TypeRef MakeFunction(TypeRef param, TypeRef result);
+// a -> b -> ... -> result
+TypeRef MakeFunction(const std::vector<TypeRef>& params, TypeRef result);
+TypeRef MakeTuple(std::vector<TypeRef> elements);
+TypeRef MakeString();
+TypeRef MakeUnit();
+
+// Where a size or shape variable came from, and how inference may treat it.
+enum class VarKind : std::uint8_t {
+  Flexible,  // may be bound by unification
+  Rigid,     // named in a signature: only proofs, never bindings (language.md, rigid sizes)
+  Runtime,   // bound by `load` in main: obligations on it become run-time checks
+};
+
+class VarStore {
+ public:
+  // Generalization levels: variables created deeper than the level being generalized are quantified.
+  int level() const { return level_; }
+  void Enter() { ++level_; }
+  void Leave() { --level_; }
+
+  TypeVarId NewTypeVar(std::string name = "");
+  ElemVarId NewElemVar(ElemClass cls = ElemClass::None, std::string name = "");
+  ShapeVarId NewShapeVar(VarKind kind = VarKind::Flexible, std::string name = "", Span origin = {});
+  SizeVarId NewSizeVar(VarKind kind = VarKind::Flexible, std::string name = "", Span origin = {});
+
+  struct TypeVarInfo {
+    TypeRef binding;
+    int level;
+    std::string name;
+  };
+  struct ElemVarInfo {
+    std::optional<Elem> binding;
+    ElemClass cls;
+    int level;
+    std::string name;
+  };
+  struct ShapeVarInfo {
+    std::optional<Shape> binding;
+    VarKind kind;
+    int level;
+    std::string name;
+    Span origin;
+  };
+  struct SizeVarInfo {
+    std::optional<Dim> binding;
+    VarKind kind;
+    int level;
+    std::string name;
+    Span origin;
+  };
+
+  TypeVarInfo& info(TypeVarId v) { return types_[v.index]; }
+  ElemVarInfo& info(ElemVarId v) { return elems_[v.index]; }
+  ShapeVarInfo& info(ShapeVarId v) { return shapes_[v.index]; }
+  SizeVarInfo& info(SizeVarId v) { return sizes_[v.index]; }
+  const TypeVarInfo& info(TypeVarId v) const { return types_[v.index]; }
+  const ElemVarInfo& info(ElemVarId v) const { return elems_[v.index]; }
+  const ShapeVarInfo& info(ShapeVarId v) const { return shapes_[v.index]; }
+  const SizeVarInfo& info(SizeVarId v) const { return sizes_[v.index]; }
+
+  // Applying the bindings, deeply: the result mentions only unbound variables.
+  TypeRef Resolve(const TypeRef& type) const;
+  Elem Resolve(const Elem& elem) const;
+  Shape Resolve(const Shape& shape) const;
+  Dim Resolve(const Dim& dim) const;
+
+ private:
+  int level_ = 0;
+  std::vector<TypeVarInfo> types_;
+  std::vector<ElemVarInfo> elems_;
+  std::vector<ShapeVarInfo> shapes_;
+  std::vector<SizeVarInfo> sizes_;
+};
+
+// The free (unbound) variables of a resolved type, in order of first appearance.
+struct FreeVars {
+  std::vector<TypeVarId> types;
+  std::vector<ElemVarId> elems;
+  std::vector<ShapeVarId> shapes;
+  std::vector<SizeVarId> sizes;
+};
+void CollectFreeVars(const VarStore& vars, const TypeRef& type, FreeVars& out);
+void CollectFreeVars(const VarStore& vars, const Shape& shape, FreeVars& out);
+void CollectFreeVars(const VarStore& vars, const Dim& dim, FreeVars& out);
+
+}  // namespace weft::check
