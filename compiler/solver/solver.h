@@ -21,9 +21,12 @@
 //
 // Determinism: each Z3 check runs in a fresh context with a fixed random seed, bounded by Z3's
 // resource limit (`rlimit`), never by wall-clock time, so an answer does not depend on the machine,
-// its load, or earlier queries. Z3 4.8.12's default arithmetic solver calls nlsat on nonlinear
-// problems without charging rlimit (a cubic query ran 80 s under rlimit 100000), so the solver uses
-// Z3's older arithmetic solver (`arith.solver=2`), which respects the budget.
+// its load, or earlier queries. Z3 4.8.12's default arithmetic solver (arith.solver=6) spends
+// unbounded time on nonlinear integer problems without charging rlimit (x^3 + y^3 == z^3 ran 80 s
+// under rlimit 100000, and past 60 s with arith.nl.nra, grobner and horner off), so the wrapper uses
+// Z3's older arithmetic solver (`arith.solver=2`), which respects the budget, in the plain SMT kernel
+// (`solver::simple()`, ~1 ms a check). The price: a few nonlinear facts the newer solver proves are
+// Unknown here (`n <= m |- n*n <= m*m`).
 #pragma once
 
 #include <cstdint>
