@@ -142,13 +142,13 @@ void Checker::Define(const std::string& name, Span span, Binding binding) {
   globals_[name] = std::move(binding);
 }
 
-TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env, bool generalize) {
+TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env, bool generalize, Span site) {
   const syntax::Pattern& p = ast_->Get(id);
   using namespace syntax::pattern;
   if (const auto* name = std::get_if<Name>(&p.node)) {
     Binding binding;
     binding.scheme = generalize ? Generalize(type) : Scheme{type, {}, {}, {}};
-    binding.span = p.span;
+    binding.span = site.valid() ? site : p.span;
     env.Push(name->name, std::move(binding));
     return type;
   }
@@ -164,7 +164,7 @@ TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env
   const auto& typed = std::get<Typed>(p.node);
   TypeRef annotated = FromAnnotation(typed.type, *scope_);
   Expect(annotated, type, p.span, "the annotation");
-  BindPattern(typed.pattern, annotated, env, generalize);
+  BindPattern(typed.pattern, annotated, env, generalize, p.span);
   return annotated;
 }
 

@@ -83,7 +83,8 @@ class Checker {
   void Define(const std::string& name, Span span, Binding binding);
   // Binds a pattern's names to the parts of `type`; generalizes them when `generalize` (a `let`
   // of a function). Returns the type, refined by the pattern's annotation if it has one.
-  TypeRef BindPattern(syntax::PatternId pattern, const TypeRef& type, Env& env, bool generalize);
+  // `site`, when given, is the span notes point at for a name (a typed parameter's whole `(x: t)`).
+  TypeRef BindPattern(syntax::PatternId pattern, const TypeRef& type, Env& env, bool generalize, Span site = {});
 
   // ---- handle_expr.cpp ----
   TypeRef Infer(syntax::ExprId id);
@@ -99,6 +100,10 @@ class Checker {
   bool Expect(const TypeRef& expected, const TypeRef& found, Span span, std::string_view context);
   void RecordDeferred(Span span, std::string_view context);
   void UnknownName(const std::string& name, Span span);
+  // Notes for an error about two operands: the other operand's type, and where each operand that
+  // is a variable was bound.
+  std::vector<Note> OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs, const std::string& rtext,
+                                 const std::string& other);
 
   // ---- annotations.cpp ----
   TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);

@@ -145,7 +145,7 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
                [this, from_text, to_text, before, after, span = e.span](bool refuted) {
                  TypePrinter p(vars_);
                  diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
-                                   p.Print(after) + (refuted ? "" : " (add a `where` clause that says so)"));
+                                   p.Print(after), refuted ? "" : ": add a `where` clause that says they are equal");
                },
                "the element count of `reshape`");
       }

@@ -66,6 +66,22 @@ void Checker::UnknownName(const std::string& name, Span span) {
   diagnostics_.Emit(DiagnosticKind::UnknownName, span, name, best.empty() ? "" : "; did you mean `" + best + "`?");
 }
 
+std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs, const std::string& rtext,
+                                        const std::string& other) {
+  std::vector<Note> notes;
+  notes.push_back(MakeNote(DiagnosticKind::NoteHasType, ast_->Get(rhs).span, other, rtext));
+  // Where the operands' variables got their types: the facts the error is about.
+  for (syntax::ExprId operand : {lhs, rhs}) {
+    const auto* var = std::get_if<syntax::expr::Var>(&ast_->Get(operand).node);
+    if (!var) continue;
+    const Binding* binding = env_.Find(var->name);
+    if (binding && binding->span.valid()) {
+      notes.push_back(MakeNote(DiagnosticKind::NoteBoundHere, binding->span, var->name));
+    }
+  }
+  return notes;
+}
+
 void Checker::RecordDeferred(Span span, std::string_view context) {
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     std::string what(context);
@@ -193,6 +209,7 @@ std::optional<std::vector<Dim>> Checker::ShapeArgument(syntax::ExprId id) {
 TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::ExprId lhs, const TypeRef& lt,
                              syntax::ExprId rhs, const TypeRef& rt, Span span) {
   Span lspan = ast_->Get(lhs).span, rspan = ast_->Get(rhs).span;
+  std::vector<Note> notes = OperandNotes(lhs, rhs, TypePrinter(vars_).Print(rt), "the other operand");
   ElemClass cls = kind == BinaryTypes::Arithmetic || kind == BinaryTypes::Comparison ? ElemClass::Num : ElemClass::None;
   Elem elem = kind == BinaryTypes::Logical ? Elem{Dtype::Bool} : Elem{vars_.NewElemVar(cls)};
   Shape ls = Shape::Spread(vars_.NewShapeVar());
@@ -223,7 +240,7 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
       TypePrinter p(vars_);
       Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext, rtext, p.Print(le),
                                             p.Print(re));
-      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
     }
     if (kind != BinaryTypes::Logical) {
@@ -238,7 +255,7 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   Shape b = std::get<TensorType>(vars_.Resolve(rt)->node).shape;
   Broadcast result = BroadcastShapes(unifier_, vars_, a, b);
   std::string what = "cannot " + std::string(verb) + " `" + ltext + "` and `" + rtext + "`";
-  auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, rspan](bool refuted, const Dim& x,
+  auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, notes](bool refuted, const Dim& x,
                                                                                        const Dim& y) {
     TypePrinter p(vars_);
     std::string detail = refuted ? "dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` differ"
@@ -247,7 +264,7 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
                                        "` or use one size name";
     Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims,
                                           lspan, verb, ltext, rtext, detail);
-    error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+    error.notes.insert(error.notes.end(), notes.begin(), notes.end());
   };
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
@@ -261,15 +278,15 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
     case Broadcast::Status::Mismatch: {
       Diagnostic& error =
           diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, verb, ltext, rtext, result.message);
-      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(out, Shape::Spread(vars_.NewShapeVar()));
     }
     case Broadcast::Status::Ambiguous: {
       ShapeVarId r = vars_.NewShapeVar();
-      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, rspan] {
+      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, notes] {
                             Diagnostic& error =
                                 diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext, rtext);
-                            error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext));
+                            error.notes.insert(error.notes.end(), notes.begin(), notes.end());
                           }});
       return MakeTensor(out, Shape::Spread(r));
     }
@@ -294,6 +311,7 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     Span lspan = ast_->Get(binary.lhs).span, rspan = ast_->Get(binary.rhs).span;
     TypePrinter printer(vars_);
     std::string ltext = printer.Print(lt), rtext = printer.Print(rt);
+    std::vector<Note> notes = OperandNotes(binary.lhs, binary.rhs, rtext, "the right operand");
     ElemVarId t = vars_.NewElemVar(ElemClass::Num);
     SizeVarId m = vars_.NewSizeVar(), k1 = vars_.NewSizeVar(), k2 = vars_.NewSizeVar(), n = vars_.NewSizeVar();
     Shape lb = Shape::Spread(vars_.NewShapeVar()), rb = Shape::Spread(vars_.NewShapeVar());
@@ -309,19 +327,19 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
       TypePrinter p(vars_);
       Diagnostic& error =
           diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext, rtext, p.Print(le), p.Print(re));
-      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     Dim inner_l = vars_.Resolve(Dim::Var(k1)), inner_r = vars_.Resolve(Dim::Var(k2));
     if (auto mismatch = unifier_.UnifyDim(inner_l, inner_r)) {
       TypePrinter p(vars_);
       Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(inner_l),
                                             p.Print(inner_r));
-      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     for (DeferredEquality& eq : unifier_.TakeDeferred()) {
       DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
       Oblige(goal,
-             [this, ltext, rtext, lspan, rspan, eq](bool refuted) {
+             [this, ltext, rtext, lspan, notes, eq](bool refuted) {
                TypePrinter p(vars_);
                Diagnostic& error =
                    refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(eq.lhs),
@@ -329,7 +347,7 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
                            : diagnostics_.Emit(DiagnosticKind::UnprovedDims, lspan, "multiply", ltext, rtext,
                                                "inner dimensions `" + p.Print(eq.lhs) + "` and `" + p.Print(eq.rhs) +
                                                    "` may differ");
-               error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext));
+               error.notes.insert(error.notes.end(), notes.begin(), notes.end());
              },
              "the inner dimensions of `@`");
     }

@@ -149,8 +149,21 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
                         p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs), current_);
       def.ok = false;
     } else {
+      std::size_t before = diagnostics_.all().size();
       obligation.report(false);
       def.ok = false;
+      // Point at where each rigid size of the goal was bound: the facts that could not be related.
+      if (diagnostics_.all().size() > before) {
+        Diagnostic& error = diagnostics_.last();
+        for (const Dim& side : {lhs, rhs}) {
+          for (SizeVarId v : side.Vars()) {
+            const auto& info = vars_.info(v);
+            bool noted = false;
+            for (const Note& n : error.notes) noted = noted || (n.span.begin == info.origin.begin && n.span.file == info.origin.file);
+            if (info.origin.valid() && !noted) error.notes.push_back(MakeNote(DiagnosticKind::NoteBoundHere, info.origin, info.name));
+          }
+        }
+      }
     }
   }
   obligations_.clear();

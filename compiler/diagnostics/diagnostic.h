@@ -81,6 +81,8 @@ class Diagnostics {
   Diagnostic& Add(Diagnostic diagnostic);
 
   const std::vector<Diagnostic>& all() const { return list_; }
+  // The most recent diagnostic, to add notes to. @pre !all().empty()
+  Diagnostic& last() { return list_.back(); }
   int error_count() const { return errors_; }
   bool has_errors() const { return errors_ > 0; }
 

@@ -186,6 +186,9 @@ struct Call {
 struct Tiler {
   std::vector<LayoutId> modes;
 };  // `<4:1, 2:1>` or `(4:1, 2:1)`: one layout per mode
+struct Compose {
+  std::vector<LayoutId> parts;
+};  // `Sw<3,3,3> o 0 o (8,64):(64,1)`: CuTe's printed composition, outermost function first (2+ parts)
 }  // namespace layout
 
 using LayoutNode = std::variant<std::monostate

@@ -71,7 +71,7 @@ class Dumper {
             [&](const expr::IntLit& x) { return "(int " + std::to_string(x.value) + ")"; },
             [&](const expr::FloatLit& x) { return "(float " + x.text + ")"; },
             [&](const expr::StringLit& x) {
-              return "(string " + std::to_string(x.value.size()) + " \"" + x.value + "\")";
+              return "(string " + QuoteString(x.value) + ")";
             },
             [&](const expr::BoolLit& x) { return std::string(x.value ? "(bool true)" : "(bool false)"); },
             [&](const expr::Var& x) { return "(var " + x.name + ")"; },

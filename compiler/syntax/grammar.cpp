@@ -144,6 +144,29 @@ struct ContextualParser : x3::parser<ContextualParser> {
   }
 };
 
+// Matches an integer in a layout: a literal `4`, or CuTe's static integer `_4`, which the lexer reads
+// as a name (CuTe prints `(_8,_64):(_64,_1)`, so that output can be pasted in); its attribute is the
+// token.
+struct LayoutIntTokenParser : x3::parser<LayoutIntTokenParser> {
+  using attribute_type = Iterator;
+  static bool const has_attribute = true;
+
+  static bool IsStaticInt(std::string_view text) {
+    return text.size() > 1 && text[0] == '_' &&
+           text.find_first_not_of("0123456789", 1) == std::string_view::npos;
+  }
+
+  template <typename It, typename Context, typename RContext, typename Attribute>
+  bool parse(It& first, const It& last, const Context&, RContext&, Attribute& attr) const {
+    if (first == last) return false;
+    if (first->kind != TokenKind::IntLiteral && !(first->kind == TokenKind::Identifier && IsStaticInt(first->text)))
+      return false;
+    x3::traits::move_to(first, attr);
+    ++first;
+    return true;
+  }
+};
+
 // Matches a dtype keyword; its attribute is the token.
 struct DtypeParser : x3::parser<DtypeParser> {
   using attribute_type = Iterator;
@@ -456,6 +479,9 @@ x3::rule<class pattern_tail_id, PatternTail> const pattern_tail = "`,`, `:` or `
 x3::rule<param_id, Param> const param = "a parameter";
 
 x3::rule<class layout_id, LayoutId> const layout_expr = "a layout";
+x3::rule<class layout_unit_id, LayoutId> const layout_unit = "a layout";
+x3::rule<class compose_word_id> const compose_word = "`o`";
+x3::rule<class layout_int_id, std::int64_t> const layout_int = "an integer";
 x3::rule<swizzle_id, LayoutId> const swizzle = "a swizzle";
 x3::rule<layout_call_id, LayoutId> const layout_call = "a layout";
 x3::rule<class layout_term_id, LayoutId> const layout_term = "a layout";
@@ -475,7 +501,7 @@ x3::rule<class decl_id> const decl = "a declaration";
 x3::rule<class in_let_id> const in_let = "`in` to end this `let`";
 x3::rule<class eq_let_id> const eq_let = "`=` after the pattern of this `let`";
 x3::rule<class then_if_id> const then_if = "`then` after the condition of this `if`";
-x3::rule<class else_if_id> const else_if = "`else`: every `if` has an `else` branch";
+x3::rule<class else_if_id> const else_if = "`else`: this `if` has no `else` branch";
 x3::rule<class arrow_fn_id> const arrow_fn = "`->` after the parameters of this `fn`";
 x3::rule<class eq_loop_id> const eq_loop = "`=` after the state pattern of this `loop`";
 x3::rule<class for_loop_id> const for_loop = "`for` after the initial state of this `loop`";
@@ -490,16 +516,19 @@ x3::rule<class counter_id, Iterator> const counter = "a loop counter name";
 x3::rule<class def_name_id, Iterator> const def_name = "a name for the definition";
 x3::rule<class kernel_name_id, Iterator> const kernel_name = "a name for the kernel";
 x3::rule<class def_eq_id> const def_eq = "a parameter, `:`, `where` or `=`";
+x3::rule<class def_tail_id, std::vector<WhereItem>> const def_tail = "a parameter, `:`, `where` or `=`";
+x3::rule<class where_eq_id> const where_eq = "`,` and another condition, or `=` (a class constrains an element type: `'t : num`)";
 x3::rule<class kernel_grid_id> const kernel_grid = "a parameter, `where` or `grid`";
 x3::rule<class kernel_threads_id> const kernel_threads = "`threads` after the kernel's grid";
 x3::rule<class kernel_eq_id> const kernel_eq = "`=` before the kernel's body";
 x3::rule<class import_target_id, Iterator> const import_target = "a module name or a quoted path";
 x3::rule<class cast_dtype_id, Iterator> const cast_dtype = "an element type after `cast`, such as `f32`";
 x3::rule<class size_binders_id, std::vector<Iterator>> const size_binders = "a size name";
+x3::rule<class size_binder_id, Iterator> const size_binder = "a size name";
 x3::rule<class class_name_id, Iterator> const class_name = "a class name (`num` or `float`)";
 x3::rule<class space_name_id, Iterator> const space_name = "a memory space (`global`, `shared` or `reg`)";
 x3::rule<class spread_name_id, Iterator> const spread_name = "a shape variable name after `..`";
-x3::rule<class swizzle_args_id, fusion::deque<Iterator, Iterator, Iterator>> const swizzle_args =
+x3::rule<class swizzle_args_id, fusion::deque<std::int64_t, std::int64_t, std::int64_t>> const swizzle_args =
     "three integers `<B, M, S>`";
 x3::rule<class layout_args_id, std::vector<LayoutId>> const layout_args = "a layout";
 x3::rule<class int_tree_list_id, std::vector<IntTree>> const int_tree_list = "an integer or a tuple of integers";
@@ -657,7 +686,7 @@ auto const cast_dtype_def = DtypeParser{};
 auto const postfix_def = spanned[(atom >> *index_suffix)[make_index]];
 auto const index_suffix_def = kw(TK::IndexBracket) > index_items > close_bracket_tok;
 auto const close_bracket_tok_def = tk(TK::RBracket);
-auto const index_items_def = index_item % kw(TK::Comma);
+auto const index_items_def = index_item >> *(kw(TK::Comma) > index_item);
 auto const index_item_def =
     spanned[(tk(TK::Colon) >> -expr)[index_colon_first] | (expr >> -slice_tail)[index_expr_first]];
 auto const slice_tail_def = (kw(TK::Colon) >> -expr)[set_slice_hi];
@@ -671,7 +700,7 @@ auto const paren_def =
 auto const paren_tail_def =
     spanned[(kw(TK::Colon) > type > close_paren)[tail_type] | (*(kw(TK::Comma) > expr) > close_paren)[tail_rest]];
 auto const list_def = spanned[(lbracket >> -expr_list > close_bracket)[make_list]];
-auto const expr_list_def = expr % kw(TK::Comma);
+auto const expr_list_def = expr >> *(kw(TK::Comma) > expr);
 
 // ---- Types ----
 
@@ -752,7 +781,7 @@ auto const tensor_type_def = spanned[(elem_tok >> -shape >> -space_layout)[make_
 auto const type_paren_def = spanned[(kw(TK::LParen) >> kw(TK::RParen))[make_unit_type] |
                                     (kw(TK::LParen) > type > *(kw(TK::Comma) > type) > close_paren)[make_tuple_type]];
 auto const shape_def = spanned[(lbracket > -shape_items > close_bracket)[make_shape]];
-auto const shape_items_def = shape_item % kw(TK::Comma);
+auto const shape_items_def = shape_item >> *(kw(TK::Comma) > shape_item);
 auto const shape_item_def = spanned[(kw(TK::DotDot) > spread_name)[make_spread] | dim[make_dim_item]];
 auto const spread_name_def = tk(TK::Identifier);
 auto const space_layout_def = kw(TK::At) > space_name > -layout_expr;
@@ -853,10 +882,35 @@ const auto make_layout_var = [](auto& c) {
 };
 const auto make_swizzle = [](auto& c) {
   auto& args = fusion::at_c<1>(x3::_attr(c));
-  auto value = [&](Iterator token) { return static_cast<std::int64_t>(IntValue(c, token, 64)); };
-  x3::_val(c) =
-      B(c).ast.Add(Layout{SpanOf(c), layout::Swizzle{value(fusion::at_c<0>(args)), value(fusion::at_c<1>(args)),
-                                                     value(fusion::at_c<2>(args))}});
+  x3::_val(c) = B(c).ast.Add(
+      Layout{SpanOf(c), layout::Swizzle{fusion::at_c<0>(args), fusion::at_c<1>(args), fusion::at_c<2>(args)}});
+};
+// `-`? then `4` or `_4`: an integer of a layout. Beyond 2^63 - 1 it is reported and reads as 0.
+const auto make_layout_int_value = [](auto& c) {
+  auto& a = x3::_attr(c);
+  Iterator token = fusion::at_c<1>(a);
+  std::string_view digits = token->text[0] == '_' ? token->text.substr(1) : token->text;
+  std::uint64_t value = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error != std::errc() || end != digits.data() + digits.size() ||
+      value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    B(c).diagnostics.Emit(DiagnosticKind::IntegerTooLarge, token->span, token->text);
+    value = 0;
+  }
+  auto signed_value = static_cast<std::int64_t>(value);
+  x3::_val(c) = fusion::at_c<0>(a) ? -signed_value : signed_value;
+};
+// `A o B o C`: CuTe's printed composition. One part alone is just that part.
+const auto make_compose = [](auto& c) {
+  auto& a = x3::_attr(c);
+  auto& rest = fusion::at_c<1>(a);
+  if (rest.empty()) {
+    x3::_val(c) = fusion::at_c<0>(a);
+    return;
+  }
+  std::vector<LayoutId> parts{fusion::at_c<0>(a)};
+  parts.insert(parts.end(), rest.begin(), rest.end());
+  x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Compose{std::move(parts)}});
 };
 const auto make_layout_call = [](auto& c) {
   auto& a = x3::_attr(c);
@@ -880,7 +934,7 @@ const auto make_layout_paren = [](auto& c) {
 };
 const auto make_layout_int = [](auto& c) {
   IntTree leaf;
-  leaf.value = static_cast<std::int64_t>(IntValue(c, x3::_attr(c), std::numeric_limits<std::int64_t>::max()));
+  leaf.value = x3::_attr(c);
   x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::IntTuple{std::move(leaf)}});
 };
 const auto make_tiler = [](auto& c) { x3::_val(c) = B(c).ast.Add(Layout{SpanOf(c), layout::Tiler{x3::_attr(c)}}); };
@@ -908,7 +962,7 @@ const auto make_layout_term = [](auto& c) {
 };
 const auto make_int_leaf = [](auto& c) {
   IntTree leaf;
-  leaf.value = static_cast<std::int64_t>(IntValue(c, x3::_attr(c), std::numeric_limits<std::int64_t>::max()));
+  leaf.value = x3::_attr(c);
   x3::_val(c) = std::move(leaf);
 };
 const auto make_int_node = [](auto& c) {
@@ -918,22 +972,26 @@ const auto make_int_node = [](auto& c) {
   x3::_val(c) = std::move(node);
 };
 
-auto const layout_expr_def = nested[spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] |
-                                             layout_call[pass] | tiler[pass] | layout_term[pass]]];
+// A layout expression is one unit, or units joined by the contextual word `o` (CuTe prints a
+// swizzled layout as `Sw<3,3,3> o 0 o (8,64):(64,1)`: swizzle, offset, layout).
+auto const layout_expr_def = nested[spanned[(layout_unit >> *(compose_word > layout_unit))[make_compose]]];
+auto const layout_unit_def = spanned[tk(TK::LayoutVariable)[make_layout_var] | swizzle[pass] | layout_call[pass] |
+                                     tiler[pass] | layout_term[pass]];
+auto const compose_word_def = x3::omit[ContextualParser{"o"}];
+auto const layout_int_def = (-tk(TK::Minus) >> LayoutIntTokenParser{})[make_layout_int_value];
 auto const swizzle_def = spanned[(swizzle_word >> kw(TK::Less) > swizzle_args > kw(TK::Greater))[make_swizzle]];
 auto const swizzle_word_def = ContextualParser{"swizzle"} | ContextualParser{"Sw"};  // `Sw<3,4,3>` as CuTe prints it
-auto const swizzle_args_def = tk(TK::IntLiteral) > kw(TK::Comma) > tk(TK::IntLiteral) > kw(TK::Comma) >
-                              tk(TK::IntLiteral);
+auto const swizzle_args_def = layout_int > kw(TK::Comma) > layout_int > kw(TK::Comma) > layout_int;
 auto const layout_call_def =
     spanned[(tk(TK::Identifier) >> kw(TK::LParen) > layout_args > close_paren)[make_layout_call]];
-auto const layout_args_def = layout_expr % kw(TK::Comma);
+auto const layout_args_def = layout_expr >> *(kw(TK::Comma) > layout_expr);
 auto const tiler_def = spanned[(kw(TK::Less) > layout_args > kw(TK::Greater))[make_tiler]];
 auto const layout_term_def = spanned[(layout_primary >> -(kw(TK::Colon) > int_tree))[make_layout_term]];
-auto const layout_primary_def = spanned[tk(TK::IntLiteral)[make_layout_int] |
+auto const layout_primary_def = spanned[layout_int[make_layout_int] |
                                         (kw(TK::LParen) > layout_args > close_paren)[make_layout_paren]];
 auto const int_tree_def =
-    nested[spanned[tk(TK::IntLiteral)[make_int_leaf] | (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
-auto const int_tree_list_def = int_tree % kw(TK::Comma);
+    nested[spanned[layout_int[make_int_leaf] | (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
+auto const int_tree_list_def = int_tree >> *(kw(TK::Comma) > int_tree);
 
 // ---- Declarations ----
 
@@ -1010,13 +1068,16 @@ const auto make_import = [](auto& c) {
 
 auto const where_item_def =
     spanned[(tk(TK::TypeVariable) >> kw(TK::Colon) > class_name)[make_class] | expr[make_condition]];
-auto const where_items_def = where_item % kw(TK::Comma);
+auto const where_items_def = where_item >> *(kw(TK::Comma) > where_item);
 auto const class_name_def = tk(TK::Identifier);
-auto const size_binders_def = x3::omit[lbracket] > (tk(TK::Identifier) % kw(TK::Comma)) > close_bracket;
+auto const size_binders_def = x3::omit[lbracket] > size_binder > *(kw(TK::Comma) > size_binder) > close_bracket;
+auto const size_binder_def = tk(TK::Identifier);
 auto const def_decl_def = spanned[(kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) >
-                                   -(kw(TK::Where) > where_items) > def_eq > expr)[make_def]];
+                                   def_tail > expr)[make_def]];
 auto const def_name_def = tk(TK::Identifier);
 auto const def_eq_def = kw(TK::Equal);
+auto const where_eq_def = kw(TK::Equal);
+auto const def_tail_def = (kw(TK::Where) > where_items > where_eq) | def_eq;
 auto const kernel_decl_def = spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) >
                                       kernel_grid > expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
 auto const kernel_name_def = tk(TK::Identifier);
@@ -1051,9 +1112,9 @@ BOOST_SPIRIT_DEFINE(type, type_atom, elem_tok, tensor_type, type_paren, shape, s
                     space_layout, space_name)
 BOOST_SPIRIT_DEFINE(dim, dim_add, dim_mul, dim_atom)
 BOOST_SPIRIT_DEFINE(pattern, pattern_tail, param, out_name, out_colon)
-BOOST_SPIRIT_DEFINE(layout_expr, swizzle, swizzle_word, swizzle_args, layout_call, layout_args, tiler, layout_term, layout_primary, int_tree,
+BOOST_SPIRIT_DEFINE(layout_expr, layout_unit, compose_word, layout_int, swizzle, swizzle_word, swizzle_args, layout_call, layout_args, tiler, layout_term, layout_primary, int_tree,
                     int_tree_list)
-BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, def_decl, def_name, def_eq, kernel_decl,
+BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, size_binder, where_eq, def_tail, def_decl, def_name, def_eq, kernel_decl,
                     kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl, import_target, decl)
 BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop, with_pipeline,
                     eq_pipeline, do_pipeline, close_paren, close_bracket)

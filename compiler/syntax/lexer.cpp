@@ -188,6 +188,13 @@ class Lexer {
       ++pos_;
       while (IsDigit(Peek())) ++pos_;
     }
+    if (Peek() == '.' && Peek(1) != '.') {
+      // `1.` or `1.5.2`: not a number weft reads (`1..s` is an integer and a shape variable).
+      while (IsDigit(Peek()) || (Peek() == '.' && Peek(1) != '.')) ++pos_;
+      diagnostics_.Emit(DiagnosticKind::MalformedNumber, SpanFrom(begin), text_.substr(begin, pos_ - begin),
+                        is_float ? "a number has at most one `.`" : "a float needs digits after the `.`, as in `1.0`");
+      return Push(TokenKind::Error, begin);
+    }
     if (Peek() == 'e' || Peek() == 'E') {
       ++pos_;
       if (Peek() == '+' || Peek() == '-') ++pos_;

@@ -22,7 +22,9 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-std::string Escape(std::string_view value) {
+}  // namespace
+
+std::string QuoteString(std::string_view value) {
   std::string out = "\"";
   for (char c : value) {
     switch (c) {
@@ -44,6 +46,8 @@ std::string Escape(std::string_view value) {
   }
   return out + "\"";
 }
+
+namespace {
 
 template <typename T, typename F>
 std::string Join(const std::vector<T>& items, std::string_view separator, F&& each) {
@@ -86,7 +90,7 @@ class Printer {
               out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
               return out + " =\n  " + Indented(kernel.body);
             },
-            [&](const Import& import) { return "import " + (import.is_path ? Escape(import.target) : import.target); },
+            [&](const Import& import) { return "import " + (import.is_path ? QuoteString(import.target) : import.target); },
         },
         decl.node);
   }
@@ -130,7 +134,7 @@ class Printer {
             [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty expression node"); },
             [&](const expr::IntLit& lit) { return std::to_string(lit.value); },
             [&](const expr::FloatLit& lit) { return lit.text; },
-            [&](const expr::StringLit& lit) { return Escape(lit.value); },
+            [&](const expr::StringLit& lit) { return QuoteString(lit.value); },
             [&](const expr::BoolLit& lit) { return std::string(lit.value ? "true" : "false"); },
             [&](const expr::Var& var) { return var.name; },
             [&](const expr::OperatorRef& ref) { return "(" + std::string(Spelling(ref.op)) + ")"; },
@@ -293,6 +297,9 @@ class Printer {
             [&](const layout::Call& call) {
                             return call.function.text + "(" +
                                    Join(call.args, ", ", [&](LayoutId a) { return LayoutText(a); }) + ")";
+                          },
+                          [&](const layout::Compose& compose) {
+                            return Join(compose.parts, " o ", [&](LayoutId a) { return LayoutText(a); });
                           },
                       },
                       ast_.Get(id).node);

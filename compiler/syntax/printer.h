@@ -14,6 +14,8 @@ namespace weft::syntax {
 std::string Print(const Ast& ast);
 std::string PrintLayout(const Ast& ast, LayoutId layout);
 std::string FormatIntTree(const IntTree& tree);
+// A string literal as weft writes it: quoted, with `\\`, `\"`, `\n` and `\t` escaped.
+std::string QuoteString(std::string_view value);
 
 std::string Dump(const Ast& ast);
 
