@@ -107,8 +107,9 @@ std::int64_t FloorMod(std::int64_t a, std::int64_t d) {
 
 Result<Dim> DivOrMod(const Dim& p, std::int64_t d, bool is_mod) {
   if (d == 0) {
+    // The caller knows the source text and the user's names; the message stays generic.
     return DimError{DimErrorKind::kDivisionByZero,
-                    std::string("division of a dimension by zero: `") + ToString(p) + (is_mod ? " % 0`" : " / 0`")};
+                    is_mod ? "a dimension modulo zero is undefined" : "division of a dimension by zero"};
   }
   if (d < 0) {
     return DimError{DimErrorKind::kNegativeDivisor,
