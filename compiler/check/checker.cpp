@@ -174,6 +174,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   facts_.clear();
   obligations_.clear();
   pending_.clear();
+  late_.clear();
   runtime_checks_.clear();
   int errors_before = diagnostics_.error_count();
   if (IsBuiltin(def.name.text)) diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
@@ -209,6 +210,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   TypeRef body = Infer(def.body);
   if (result) Expect(result, body, ast_->Get(def.body).span, "the body of `" + def.name.text + "`");
   RetryBroadcasts(true);
+  for (auto& check : std::exchange(late_, {})) check();
   TypeRef type = MakeFunction(params, result ? result : body);
 
   CheckedDef checked;

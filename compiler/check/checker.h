@@ -13,6 +13,7 @@
 #include "check/check.h"
 #include "check/type_printer.h"
 #include "check/unify.h"
+#include "solver/solver.h"
 
 namespace weft::check {
 
@@ -140,7 +141,9 @@ class Checker {
   std::vector<DimFact> facts_;                 // `where` facts of the current definition
   std::vector<Obligation> obligations_;
   std::vector<PendingBroadcast> pending_;
+  std::vector<std::function<void()>> late_;    // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
+  solver::Solver solver_;
 };
 
 }  // namespace weft::check

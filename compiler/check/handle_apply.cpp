@@ -127,28 +127,34 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     Shape s = Shape::Spread(vars_.NewShapeVar());
     Span xspan = ast_->Get(apply.args[1]).span;
     if (Expect(MakeTensor(Elem{t}, s), x, xspan, "the tensor `reshape` reshapes")) {
-      Shape from = vars_.Resolve(s);
-      TypePrinter printer(vars_);
-      std::string from_text = printer.Print(x);
-      std::string to_text = printer.Print(MakeTensor(Elem{t}, Shape::Of(*dims)));
-      if (!from.Known()) {
-        diagnostics_.Emit(DiagnosticKind::UndecidedObligation, e.span, "the element count of `reshape`", current_);
-      } else {
+      // The element counts must agree; the operand's rank may only be known later in the
+      // definition (a lambda's parameter), so the obligation is made once the body is inferred.
+      std::vector<Dim> to = *dims;
+      Shape target = Shape::Of(to);
+      late_.push_back([this, s, t, x, target, span = e.span] {
+        Shape from = vars_.Resolve(s);
+        TypePrinter printer(vars_);
+        std::string from_text = printer.Print(x);
+        std::string to_text = printer.Print(MakeTensor(Elem{t}, target));
+        if (!from.Known()) {
+          diagnostics_.Emit(DiagnosticKind::UndecidedObligation, span, "the element count of `reshape`", current_);
+          return;
+        }
         Dim before = Dim::Constant(1), after = Dim::Constant(1);
         for (const Dim& d : from.before) {
           if (auto product = core::Mul(before, d)) before = *product;
         }
-        for (const Dim& d : *dims) {
+        for (const Dim& d : target.before) {
           if (auto product = core::Mul(after, d)) after = *product;
         }
-        Oblige(DimFact{before, Relation::Eq, after, e.span},
-               [this, from_text, to_text, before, after, span = e.span](bool refuted) {
+        Oblige(DimFact{before, Relation::Eq, after, span},
+               [this, from_text, to_text, before, after, span](bool refuted) {
                  TypePrinter p(vars_);
                  diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
                                    p.Print(after), refuted ? "" : ": add a `where` clause that says they are equal");
                },
                "the element count of `reshape`");
-      }
+      });
     }
     result = MakeTensor(Elem{t}, Shape::Of(*dims));
     used = 2;

@@ -3,10 +3,12 @@
 // `where` facts and the fact that every size is >= 0:
 //  1. Normalization decides most: `n % 64 == 0` with `n / 64` written, `2*n == 2*n + 1`, `n + 1 >= 1`.
 //  2. A goal stated by a `where` fact (up to normalization) holds.
-//  3. What remains is unknown: over rigid sizes an error that suggests the `where` clause to add;
+//  3. Z3 (through compiler/solver, bounded by its resource limit) decides the rest from the facts.
+//  4. What remains is unknown: over rigid sizes an error that suggests the `where` clause to add;
 //     over sizes known only at run time (in `main`) a run-time check; over inferred sizes of an
 //     unannotated function an error asking for annotations.
 #include "check/checker.h"
+#include "solver/solver.h"
 
 namespace weft::check {
 namespace {
@@ -110,9 +112,32 @@ void Checker::Oblige(DimFact goal, Report report, std::string what) {
   obligations_.push_back({std::move(goal), std::move(report), std::move(what)});
 }
 
+namespace {
+
+solver::RelOp ToRelOp(Relation relation) {
+  switch (relation) {
+    case Relation::Eq: return solver::RelOp::kEq;
+    case Relation::Ne: return solver::RelOp::kNe;
+    case Relation::Lt: return solver::RelOp::kLt;
+    case Relation::Le: return solver::RelOp::kLe;
+    case Relation::Gt: return solver::RelOp::kGt;
+    case Relation::Ge: return solver::RelOp::kGe;
+  }
+  return solver::RelOp::kEq;
+}
+
+}  // namespace
+
 void Checker::Discharge(CheckedDef& def, bool has_params) {
   std::vector<DimFact> facts;
   for (const DimFact& f : facts_) facts.push_back({vars_.Resolve(f.lhs), f.relation, vars_.Resolve(f.rhs), f.span});
+  auto solver_facts = [&] {
+    std::vector<solver::Fact> out;
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+      out.push_back({{facts[i].lhs, ToRelOp(facts[i].relation), facts[i].rhs}, std::to_string(i)});
+    }
+    return out;
+  };
   for (Obligation& obligation : obligations_) {
     Dim lhs = vars_.Resolve(obligation.goal.lhs);
     Dim rhs = vars_.Resolve(obligation.goal.rhs);
@@ -122,6 +147,12 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       for (const DimFact& fact : facts) {
         if (SameFact(fact, lhs, relation, rhs)) verdict = Verdict::Proved;
       }
+    }
+    if (verdict == Verdict::Unknown) {
+      solver::Answer answer = solver_.Prove(solver_facts(), {lhs, ToRelOp(relation), rhs});
+      if (answer.verdict == solver::Verdict::kProved) verdict = Verdict::Proved;
+      // Refuted under the facts only if the facts themselves are consistent.
+      if (answer.verdict == solver::Verdict::kRefuted && !answer.vacuous) verdict = Verdict::Refuted;
     }
     if (verdict == Verdict::Proved) continue;
     if (verdict == Verdict::Refuted) {
@@ -146,12 +177,14 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
     } else if (inferred) {
       TypePrinter p(vars_);
       diagnostics_.Emit(DiagnosticKind::UndecidedObligation, obligation.goal.span,
-                        p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs), current_);
+                        "`" + p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs) + "`", current_);
       def.ok = false;
     } else {
       std::size_t before = diagnostics_.all().size();
       obligation.report(false);
       def.ok = false;
+      // Assume it from here on, so that one missing `where` clause is reported once.
+      facts.push_back(DimFact{lhs, relation, rhs, obligation.goal.span});
       // Point at where each rigid size of the goal was bound: the facts that could not be related.
       if (diagnostics_.all().size() > before) {
         Diagnostic& error = diagnostics_.last();
