@@ -10,7 +10,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz format format-check clean
+.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -36,18 +36,24 @@ run: build-release
 	./build/release/compiler/driver/weft check $(EXAMPLE) --emit=ast
 
 # Build the dev preset and the fuzz harness, run unit + lit tests under the sanitizers, then fuzz the
-# parser for $(FUZZ_SECONDS) seconds. Prints the build and test times at the end.
+# parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build and test times at the end.
 test:
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory build-dev build-fuzz || exit 1; \
 	built=$$(date +%s); \
 	ctest --preset dev -j2 || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS) || exit 1; \
+	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS) || exit 1; \
 	done=$$(date +%s); \
 	echo "make test: build $$((built - start)) s, tests $$((done - built)) s"
 
 fuzz: build-fuzz
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
+	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS)
+
+# The checker's speed on the stdlib, the examples and a generated 5,000-line program (release build).
+bench-check: build-release
+	bench/check/run.sh
 
 format:
 	git ls-files '*.h' '*.cpp' | xargs clang-format -i

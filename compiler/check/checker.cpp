@@ -2,6 +2,7 @@
 // the checker (check.h has the algorithm).
 #include <filesystem>
 
+#include "base/stack.h"
 #include "check/checker.h"
 #include "syntax/parser.h"
 
@@ -355,10 +356,16 @@ void Checker::CheckFile(const syntax::Ast& ast, std::vector<CheckedDef>* own) {
 
 CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& diagnostics,
                   const CheckOptions& options) {
-  Checker checker(sources, diagnostics, options);
-  std::vector<CheckedDef> defs;
-  checker.CheckFile(ast, &defs);
-  return CheckResult{std::move(checker.vars()), std::move(defs)};
+  // Inference recurses as deep as the program nests (up to the parser's limit): run it on the
+  // deep stack, as the parser does.
+  CheckResult result;
+  RunWithDeepStack([&] {
+    Checker checker(sources, diagnostics, options);
+    std::vector<CheckedDef> defs;
+    checker.CheckFile(ast, &defs);
+    result = CheckResult{std::move(checker.vars()), std::move(defs)};
+  });
+  return result;
 }
 
 std::string Signature(const CheckResult& result, const CheckedDef& def) {

@@ -63,6 +63,13 @@ struct AnnotationScope {
   VarKind new_sizes = VarKind::Rigid;  // what a new size name in an annotation becomes
 };
 
+// A type printed only when a message needs it: inference is on the hot path, errors are not.
+struct LazyText {
+  const VarStore* vars;
+  TypeRef type;
+  std::string str() const { return TypePrinter(*vars).Print(type); }
+};
+
 // How an elementwise operator constrains its operands.
 enum class BinaryTypes { Arithmetic, Comparison, Equality, Logical };
 
@@ -101,10 +108,8 @@ class Checker {
   bool Expect(const TypeRef& expected, const TypeRef& found, Span span, std::string_view context);
   void RecordDeferred(Span span, std::string_view context);
   void UnknownName(const std::string& name, Span span);
-  // Notes for an error about two operands: the other operand's type, and where each operand that
-  // is a variable was bound.
-  std::vector<Note> OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs, const std::string& rtext,
-                                 const std::string& other);
+  // Notes for an error about two operands: where each operand that is a variable was bound.
+  std::vector<Note> OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs);
 
   // ---- annotations.cpp ----
   TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);
@@ -143,7 +148,7 @@ class Checker {
   std::vector<PendingBroadcast> pending_;
   std::vector<std::function<void()>> late_;    // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
-  solver::Solver solver_;
+  solver::Solver solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/false}};
 };
 
 }  // namespace weft::check

@@ -67,11 +67,11 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
       diagnostics_.Emit(DiagnosticKind::NotAFunction, i == 0 ? callee.span : e.span, name, p.Print(head));
       return MakeVar(vars_.NewTypeVar());
     }
-    TypePrinter printer(vars_);
-    std::string param_text = printer.Print(function->param);
-    std::string arg_text = printer.Print(arg_type);
     if (auto m = unifier_.Unify(function->param, arg_type)) {
       unifier_.TakeDeferred();
+      TypePrinter printer(vars_);
+      std::string param_text = printer.Print(function->param);
+      std::string arg_text = printer.Print(arg_type);
       diagnostics_.Emit(DiagnosticKind::ArgumentMismatch, ast_->Get(arg).span, i + 1, name, arg_text,
                         "`" + name + "` takes `" + param_text + "`: " + m->message);
       return MakeVar(vars_.NewTypeVar());

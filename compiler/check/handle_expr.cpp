@@ -66,10 +66,8 @@ void Checker::UnknownName(const std::string& name, Span span) {
   diagnostics_.Emit(DiagnosticKind::UnknownName, span, name, best.empty() ? "" : "; did you mean `" + best + "`?");
 }
 
-std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs, const std::string& rtext,
-                                        const std::string& other) {
+std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs) {
   std::vector<Note> notes;
-  notes.push_back(MakeNote(DiagnosticKind::NoteHasType, ast_->Get(rhs).span, other, rtext));
   // Where the operands' variables got their types: the facts the error is about.
   for (syntax::ExprId operand : {lhs, rhs}) {
     const auto* var = std::get_if<syntax::expr::Var>(&ast_->Get(operand).node);
@@ -101,14 +99,14 @@ void Checker::RecordDeferred(Span span, std::string_view context) {
 }
 
 bool Checker::Expect(const TypeRef& expected, const TypeRef& found, Span span, std::string_view context) {
-  TypePrinter before(vars_);
-  std::string expected_text = before.Print(expected);
-  std::string found_text = before.Print(found);
   std::optional<Mismatch> mismatch = unifier_.Unify(expected, found);
   if (!mismatch) {
     RecordDeferred(span, context);
     return true;
   }
+  TypePrinter after(vars_);
+  std::string expected_text = after.Print(expected);
+  std::string found_text = after.Print(found);
   unifier_.TakeDeferred();
   switch (mismatch->kind) {
     case Mismatch::Kind::Occurs:
@@ -209,13 +207,13 @@ std::optional<std::vector<Dim>> Checker::ShapeArgument(syntax::ExprId id) {
 TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::ExprId lhs, const TypeRef& lt,
                              syntax::ExprId rhs, const TypeRef& rt, Span span) {
   Span lspan = ast_->Get(lhs).span, rspan = ast_->Get(rhs).span;
-  std::vector<Note> notes = OperandNotes(lhs, rhs, TypePrinter(vars_).Print(rt), "the other operand");
+  std::vector<Note> notes = OperandNotes(lhs, rhs);
   ElemClass cls = kind == BinaryTypes::Arithmetic || kind == BinaryTypes::Comparison ? ElemClass::Num : ElemClass::None;
   Elem elem = kind == BinaryTypes::Logical ? Elem{Dtype::Bool} : Elem{vars_.NewElemVar(cls)};
   Shape ls = Shape::Spread(vars_.NewShapeVar());
   Shape rs = Shape::Spread(vars_.NewShapeVar());
   TypePrinter printer(vars_);
-  std::string ltext = printer.Print(lt), rtext = printer.Print(rt);
+  LazyText ltext{&vars_, lt}, rtext{&vars_, rt};  // printed only for an error
   // Both operands are tensors of one element type.
   for (auto [type, shape, where] : {std::tuple{lt, ls, lspan}, std::tuple{rt, rs, rspan}}) {
     std::optional<Mismatch> m = unifier_.Unify(MakeTensor(Elem{vars_.NewElemVar()}, shape), type);
@@ -238,14 +236,15 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   } else {
     if (auto m = unifier_.UnifyElem(le, re)) {
       TypePrinter p(vars_);
-      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext, rtext, p.Print(le),
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext.str(), rtext.str(), p.Print(le),
                                             p.Print(re));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
     }
     if (kind != BinaryTypes::Logical) {
       if (auto m = unifier_.RequireClass(le, cls)) {
-        diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, "cannot " + std::string(verb) + " `" + ltext + "`",
+        diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, "cannot " + std::string(verb) + " `" + ltext.str() + "`",
                           m->message);
       }
       if (kind != BinaryTypes::Comparison && kind != BinaryTypes::Equality) unifier_.UnifyElem(elem, le);
@@ -254,8 +253,8 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   Shape a = std::get<TensorType>(vars_.Resolve(lt)->node).shape;
   Shape b = std::get<TensorType>(vars_.Resolve(rt)->node).shape;
   Broadcast result = BroadcastShapes(unifier_, vars_, a, b);
-  std::string what = "cannot " + std::string(verb) + " `" + ltext + "` and `" + rtext + "`";
-  auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, notes](bool refuted, const Dim& x,
+  std::string what = "cannot " + std::string(verb) + " `" + ltext.str() + "` and `" + rtext.str() + "`";
+  auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes](bool refuted, const Dim& x,
                                                                                        const Dim& y) {
     TypePrinter p(vars_);
     std::string detail = refuted ? "dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` differ"
@@ -263,8 +262,9 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
                                        "` may differ; add `where " + p.Print(x) + " == " + p.Print(y) +
                                        "` or use one size name";
     Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims,
-                                          lspan, verb, ltext, rtext, detail);
-    error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+                                          lspan, verb, ltext.str(), rtext.str(), detail);
+    error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
   };
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
@@ -277,16 +277,18 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
       return MakeTensor(out, result.shape);
     case Broadcast::Status::Mismatch: {
       Diagnostic& error =
-          diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, verb, ltext, rtext, result.message);
+          diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, verb, ltext.str(), rtext.str(), result.message);
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(out, Shape::Spread(vars_.NewShapeVar()));
     }
     case Broadcast::Status::Ambiguous: {
       ShapeVarId r = vars_.NewShapeVar();
-      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, notes] {
+      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes] {
                             Diagnostic& error =
-                                diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext, rtext);
-                            error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+                                diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext.str(), rtext.str());
+                            error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
                           }});
       return MakeTensor(out, Shape::Spread(r));
     }
@@ -309,9 +311,8 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
   if (binary.op == BinaryOp::MatMul) {
     // 't[..b, m, k] @ 't[..b, k, n] -> 't[..b, m, n]; batch dims broadcast.
     Span lspan = ast_->Get(binary.lhs).span, rspan = ast_->Get(binary.rhs).span;
-    TypePrinter printer(vars_);
-    std::string ltext = printer.Print(lt), rtext = printer.Print(rt);
-    std::vector<Note> notes = OperandNotes(binary.lhs, binary.rhs, rtext, "the right operand");
+    LazyText ltext{&vars_, lt}, rtext{&vars_, rt};  // printed only for an error
+    std::vector<Note> notes = OperandNotes(binary.lhs, binary.rhs);
     ElemVarId t = vars_.NewElemVar(ElemClass::Num);
     SizeVarId m = vars_.NewSizeVar(), k1 = vars_.NewSizeVar(), k2 = vars_.NewSizeVar(), n = vars_.NewSizeVar();
     Shape lb = Shape::Spread(vars_.NewShapeVar()), rb = Shape::Spread(vars_.NewShapeVar());
@@ -326,28 +327,31 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     if (unifier_.UnifyElem(le, re)) {
       TypePrinter p(vars_);
       Diagnostic& error =
-          diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext, rtext, p.Print(le), p.Print(re));
+          diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext.str(), rtext.str(), p.Print(le), p.Print(re));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     Dim inner_l = vars_.Resolve(Dim::Var(k1)), inner_r = vars_.Resolve(Dim::Var(k2));
     if (auto mismatch = unifier_.UnifyDim(inner_l, inner_r)) {
       TypePrinter p(vars_);
-      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(inner_l),
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(), p.Print(inner_l),
                                             p.Print(inner_r));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     for (DeferredEquality& eq : unifier_.TakeDeferred()) {
       DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
       Oblige(goal,
-             [this, ltext, rtext, lspan, notes, eq](bool refuted) {
+             [this, ltext, rtext, lspan, rspan, notes, eq](bool refuted) {
                TypePrinter p(vars_);
                Diagnostic& error =
-                   refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext, rtext, p.Print(eq.lhs),
+                   refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(), p.Print(eq.lhs),
                                                p.Print(eq.rhs))
-                           : diagnostics_.Emit(DiagnosticKind::UnprovedDims, lspan, "multiply", ltext, rtext,
+                           : diagnostics_.Emit(DiagnosticKind::UnprovedDims, lspan, "multiply", ltext.str(), rtext.str(),
                                                "inner dimensions `" + p.Print(eq.lhs) + "` and `" + p.Print(eq.rhs) +
                                                    "` may differ");
-               error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+               error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
+      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
              },
              "the inner dimensions of `@`");
     }
@@ -355,7 +359,7 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     RecordDeferred(lspan, "the batch dimensions of `@`");
     Shape result = batch.status == Broadcast::Status::Ok ? batch.shape : Shape::Spread(vars_.NewShapeVar());
     if (batch.status == Broadcast::Status::Mismatch) {
-      diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, "multiply", ltext, rtext,
+      diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, "multiply", ltext.str(), rtext.str(),
                         "batch dimensions: " + batch.message);
     }
     if (result.spread) {
@@ -385,8 +389,7 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
 TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& index) {
   TypeRef base = Infer(index.base);
   Span bspan = ast_->Get(index.base).span;
-  TypePrinter printer(vars_);
-  std::string btext = printer.Print(base);
+  LazyText btext{&vars_, base};
   std::vector<Dim> leading;
   for (std::size_t i = 0; i < index.items.size(); ++i) leading.push_back(Dim::Var(vars_.NewSizeVar()));
   ElemVarId t = vars_.NewElemVar();
@@ -395,9 +398,9 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
   if (auto m = unifier_.Unify(pattern, base)) {
     Shape known = vars_.Resolve(base)->node.index() == 1 ? std::get<TensorType>(vars_.Resolve(base)->node).shape : Shape{};
     if (m->kind == Mismatch::Kind::Rank || m->kind == Mismatch::Kind::Rigid) {
-      diagnostics_.Emit(DiagnosticKind::TooManyIndices, e.span, btext, known.FixedRank(), index.items.size());
+      diagnostics_.Emit(DiagnosticKind::TooManyIndices, e.span, btext.str(), known.FixedRank(), index.items.size());
     } else {
-      diagnostics_.Emit(DiagnosticKind::TypeMismatch, bspan, "indexing", "a tensor", btext, "");
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, bspan, "indexing", "a tensor", btext.str(), "");
     }
     return MakeVar(vars_.NewTypeVar());
   }

@@ -1,0 +1,31 @@
+// Fuzzes the checker: arbitrary bytes are parsed and, when they parse, type checked (with the
+// stdlib available to `import`), and every diagnostic is rendered. Beyond "no crash, leak or
+// hang" (Z3 is bounded by its resource limit, not by time), every definition that checked must
+// print a signature.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "check/check.h"
+#include "diagnostics/render.h"
+#include "syntax/parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size > 16 * 1024) return 0;
+  weft::SourceManager sources;
+  weft::Diagnostics diagnostics;
+  weft::FileId file = sources.Add("fuzz.weft", std::string(reinterpret_cast<const char*>(data), size));
+  weft::syntax::Ast ast = weft::syntax::Parse(sources, file, diagnostics);
+  if (!diagnostics.has_errors()) {
+    weft::check::CheckOptions options;
+    options.stdlib_dir = WEFT_STDLIB_DIR;
+    weft::check::CheckResult result = weft::check::Check(sources, ast, diagnostics, options);
+    for (const weft::check::CheckedDef& def : result.defs) {
+      if (def.ok && weft::check::Signature(result, def).find(" : ") == std::string::npos) __builtin_trap();
+    }
+  }
+  for (const weft::Diagnostic& diagnostic : diagnostics.all()) {
+    if (weft::Render(sources, diagnostic, /*color=*/false).empty()) __builtin_trap();
+  }
+  return 0;
+}
