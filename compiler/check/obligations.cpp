@@ -7,6 +7,8 @@
 //  4. What remains is unknown: over rigid sizes an error that suggests the `where` clause to add;
 //     over sizes known only at run time (in `main`) a run-time check; over inferred sizes of an
 //     unannotated function an error asking for annotations.
+#include <map>
+
 #include "check/checker.h"
 #include "solver/solver.h"
 
@@ -131,6 +133,20 @@ solver::RelOp ToRelOp(Relation relation) {
 void Checker::Discharge(CheckedDef& def, bool has_params) {
   std::vector<DimFact> facts;
   for (const DimFact& f : facts_) facts.push_back({vars_.Resolve(f.lhs), f.relation, vars_.Resolve(f.rhs), f.span});
+  // Facts `v % c == 0` over a single size variable v, as the substitution v := c*q (q fresh).
+  std::map<SizeVarId, Dim> divisible;
+  for (const DimFact& f : facts) {
+    if (f.relation != Relation::Eq) continue;
+    for (auto [mod, zero] : {std::pair{f.lhs, f.rhs}, std::pair{f.rhs, f.lhs}}) {
+      if (!zero.IsZero() || mod.terms().size() != 1 || mod.terms()[0].coefficient != 1) continue;
+      const core::Monomial& m = mod.terms()[0].monomial;
+      if (m.size() != 1 || m[0].power != 1 || m[0].atom.kind != core::AtomKind::kMod) continue;
+      std::optional<SizeVarId> v = m[0].atom.operand->AsVar();
+      if (!v || divisible.count(*v)) continue;
+      core::Result<Dim> multiple = core::Mul(Dim::Constant(m[0].atom.divisor), Dim::Var(vars_.NewSizeVar()));
+      if (multiple) divisible.emplace(*v, *multiple);
+    }
+  }
   auto solver_facts = [&] {
     std::vector<solver::Fact> out;
     for (std::size_t i = 0; i < facts.size(); ++i) {
@@ -147,6 +163,11 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       for (const DimFact& fact : facts) {
         if (SameFact(fact, lhs, relation, rhs)) verdict = Verdict::Proved;
       }
+    }
+    if (verdict == Verdict::Unknown && !divisible.empty()) {
+      // Under `v % c == 0`, v is c*q: substituting lets normalization cancel `c*(v / c)` against v.
+      core::Result<Dim> l = core::Substitute(lhs, divisible), r = core::Substitute(rhs, divisible);
+      if (l && r) verdict = DecideAlone(*l, relation, *r) == Verdict::Proved ? Verdict::Proved : Verdict::Unknown;
     }
     if (verdict == Verdict::Unknown) {
       solver::Answer answer = solver_.Prove(solver_facts(), {lhs, ToRelOp(relation), rhs});
