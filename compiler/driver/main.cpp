@@ -13,6 +13,7 @@
 
 #include "diagnostics/render.h"
 #include "check/check.h"
+#include "driver/layout_command.h"
 #include "driver/options.h"
 #include "syntax/parser.h"
 #include "syntax/printer.h"
@@ -94,6 +95,8 @@ ExitCode Main(int argc, char** argv) {
       return ExitCode::Success;
     case driver::Command::Check:
       return RunCheck(*options);
+    case driver::Command::Layout:
+      return static_cast<ExitCode>(driver::RunLayout(*options, std::cout, std::cerr));
     case driver::Command::Help:
     case driver::Command::None:
       break;

@@ -1,5 +1,7 @@
 #include "driver/options.h"
 
+#include "layout/expr.h"
+
 namespace weft::driver {
 namespace {
 
@@ -19,6 +21,20 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
      "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"layout", Command::Layout, "evaluate a layout-algebra expression in CuTe notation, or draw an atom",
+     "usage: weft layout EXPR [--table] [--grid] [--color=auto|always|never]\n"
+     "       weft layout --tv ATOM|list\n"
+     "\n"
+     "Evaluates EXPR, a layout-algebra expression in CuTe's notation, and prints the result the same way\n"
+     "(it can be pasted back), e.g. weft layout 'composition((4,2):(2,1), (2,2):(1,2))' prints (2,2):(2,4).\n"
+     "  --table           also print every coordinate: index, natural coordinate -> offset\n"
+     "  --grid            also print the offsets as a grid: mode 0 down, mode 1 across\n"
+     "  --tv ATOM         draw an instruction atom's thread-value layouts, one T<thread>V<value> per element\n"
+     "  --tv list         name every atom\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
+     "\n"
+     "EXPR is a layout `(4,2):(2,1)`, a shape `(4,2)`, a tiler `<4:1, 2:1>`, a swizzle `Sw<3,4,3>`, a\n"
+     "swizzled layout `Sw<3,4,3> o 0 o (8,64):(64,1)`, or an operation on them (docs/layouts.md):\n"},
 };
 
 // Splits `--name=value` or takes the value from the next argument.
@@ -40,7 +56,12 @@ bool TakeValue(const std::vector<std::string>& args, std::size_t& i, const std::
 
 std::string HelpText(Command command) {
   for (const CommandInfo& info : kCommands) {
-    if (info.command == command) return info.help;
+    if (info.command != command) continue;
+    std::string text = info.help;
+    if (command == Command::Layout) {
+      for (const auto& [name, description] : layout::Operations()) text += "  " + description + "\n";
+    }
+    return text;
   }
   std::string text =
       "weft: a functional tensor language and its compiler\n"
@@ -48,7 +69,10 @@ std::string HelpText(Command command) {
       "usage: weft COMMAND [OPTIONS] FILE\n"
       "\n"
       "commands:\n";
-  for (const CommandInfo& info : kCommands) text += "  " + std::string(info.name) + "    " + info.summary + "\n";
+  for (const CommandInfo& info : kCommands) {
+    std::string name = info.name;
+    text += "  " + name + std::string(10 - name.size(), ' ') + info.summary + "\n";
+  }
   text +=
       "\n"
       "  --help       this text; `weft COMMAND --help` describes one command\n"
@@ -86,7 +110,14 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     std::string value;
     if (arg == "--help" || arg == "-h") {
       options.help = true;
-    } else if (TakeValue(args, i, "emit", value)) {
+    } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
+      (arg == "--table" ? options.table : options.grid) = true;
+    } else if (options.command == Command::Layout && arg == "--tv" && i + 1 == args.size()) {
+      error = "--tv needs an atom name, or `list`";
+      return std::nullopt;
+    } else if (options.command == Command::Layout && TakeValue(args, i, "tv", value)) {
+      options.tv = value;
+    } else if (options.command == Command::Check && TakeValue(args, i, "emit", value)) {
       if (value == "types") {
         options.emit = Emit::Types;
       } else if (value == "ast") {
@@ -115,7 +146,22 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       options.inputs.push_back(arg);
     }
   }
-  if (!options.help && options.inputs.size() != 1) {
+  if (options.help) return options;
+  if (options.command == Command::Layout) {
+    // EXPR, or --tv alone. An EXPR with spaces must be quoted, hence the hint.
+    if (options.tv && (!options.inputs.empty() || options.table || options.grid)) {
+      error = "`weft layout --tv` takes an atom name and nothing else; run `weft layout --help`";
+    } else if (!options.tv && options.inputs.empty()) {
+      error = "`weft layout` needs an EXPR or --tv; run `weft layout --help`";
+    } else if (options.inputs.size() > 1) {
+      error = "`weft layout` takes one EXPR, not " + std::to_string(options.inputs.size()) +
+              "; quote the expression: weft layout '(4,2):(2,1)'";
+    } else {
+      return options;
+    }
+    return std::nullopt;
+  }
+  if (options.inputs.size() != 1) {
     error = options.inputs.empty()
                 ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
                 : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());

@@ -10,7 +10,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check };
+enum class Command { None, Help, Version, Check, Layout };
 
 enum class Emit { Types, Ast, AstSexp };
 
@@ -20,6 +20,10 @@ struct Options {
   Emit emit = Emit::Types;
   ColorMode color = ColorMode::Auto;
   bool help = false;  // `weft COMMAND --help`
+  // `weft layout`: the EXPR is inputs[0].
+  bool table = false;             // --table: every coordinate -> offset
+  bool grid = false;              // --grid: the offsets as a grid
+  std::optional<std::string> tv;  // --tv ATOM or --tv list (then there is no EXPR)
 };
 
 // Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.

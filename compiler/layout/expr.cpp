@@ -1,194 +1,7 @@
-// Parsing and evaluating layout-algebra expressions; see expr.h.
+// Layout-algebra operations by name, and printing values; see expr.h.
 #include "layout/expr.h"
 
-#include <algorithm>
-#include <cctype>
-
 namespace weft::layout {
-
-namespace {
-
-// A tuple element while parsing: either an integer tree or a layout (`s:d`) inside a tiler tuple.
-struct Node {
-  IntTuple tuple;
-  bool is_layout = false;
-  Layout layout;
-  bool has_layouts = false;  // a tuple with layout elements
-  std::vector<Node> elems;
-};
-
-class Parser {
- public:
-  explicit Parser(std::string_view text) : text_(text) {}
-
-  Result<Value> ParseAll() {
-    auto v = ParseExpr();
-    if (!v) return v;
-    SkipSpace();
-    if (pos_ != text_.size()) return Fail("unexpected `" + std::string(text_.substr(pos_, 1)) + "`");
-    return v;
-  }
-
- private:
-  Error Fail(const std::string& what) {
-    return MakeError(what + " at column " + std::to_string(pos_ + 1) + " of `" + std::string(text_) + "`");
-  }
-  void SkipSpace() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-  bool Eat(char c) {
-    SkipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  char Peek() {
-    SkipSpace();
-    return pos_ < text_.size() ? text_[pos_] : '\0';
-  }
-
-  Result<std::int64_t> ParseInt() {
-    SkipSpace();
-    std::size_t start = pos_;
-    if (pos_ < text_.size() && (text_[pos_] == '-' || text_[pos_] == '+')) ++pos_;
-    if (pos_ < text_.size() && text_[pos_] == '_') ++pos_;  // CuTe's static-integer prefix
-    std::size_t digits = pos_;
-    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-    if (pos_ == digits) {
-      pos_ = start;
-      return Fail("expected an integer");
-    }
-    std::string s(text_.substr(start, pos_ - start));
-    s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
-    if (pos_ - digits > 15) return Fail("integer `" + s + "` is too large");
-    return std::stoll(s);
-  }
-
-  Result<Node> ParseElem() {
-    auto n = ParseTupleNode();
-    if (!n) return n;
-    if (Peek() == ':') {
-      ++pos_;
-      auto d = ParseTupleNode();
-      if (!d) return d;
-      if (n->has_layouts || d->has_layouts) return Fail("a layout's shape and stride are integer tuples");
-      auto l = Layout::Make(n->tuple, d->tuple);
-      if (!l) return Fail(l.error());
-      Node out;
-      out.is_layout = true;
-      out.layout = *l;
-      return out;
-    }
-    return n;
-  }
-
-  Result<Node> ParseTupleNode() {
-    Node node;
-    if (Eat('(')) {
-      std::vector<IntTuple> elems;
-      if (Peek() == ')') return Fail("empty tuple");
-      do {
-        auto e = ParseElem();
-        if (!e) return e;
-        node.has_layouts |= e->is_layout || e->has_layouts;
-        elems.push_back(e->tuple);
-        node.elems.push_back(*e);
-      } while (Eat(','));
-      if (!Eat(')')) return Fail("expected `)` or `,`");
-      node.tuple = IntTuple::Tuple(std::move(elems));
-      return node;
-    }
-    auto v = ParseInt();
-    if (!v) return Error{v.error()};
-    node.tuple = IntTuple(*v);
-    return node;
-  }
-
-  Result<Layout> AsTilerElem(const Node& n) {
-    if (n.is_layout) return n.layout;
-    if (n.has_layouts) return Fail("tilers nest one level only");
-    return Layout::Compact(n.tuple);
-  }
-
-  Result<Value> ParseExpr() {
-    SkipSpace();
-    if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_') &&
-        !(text_[pos_] == '_' && pos_ + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])))) {
-      std::size_t start = pos_;
-      while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
-        ++pos_;
-      std::string name(text_.substr(start, pos_ - start));
-      if (name == "Sw" && Eat('<')) {
-        std::int64_t v[3];
-        for (int i = 0; i < 3; ++i) {
-          if (i && !Eat(',')) return Fail("expected `,` in `Sw<B,M,S>`");
-          auto x = ParseInt();
-          if (!x) return Error{x.error()};
-          v[i] = *x;
-        }
-        if (!Eat('>')) return Fail("expected `>` after `Sw<B,M,S`");
-        auto s = Swizzle::Make(static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]));
-        if (!s) return Error{s.error()};
-        Value out = *s;
-        if (Eat('o')) return ParseSwizzleRest(*s);
-        return out;
-      }
-      if (!Eat('(')) return Fail("expected `(` after `" + name + "`");
-      std::vector<Value> args;
-      if (!Eat(')')) {
-        do {
-          auto a = ParseExpr();
-          if (!a) return a;
-          args.push_back(*a);
-        } while (Eat(','));
-        if (!Eat(')')) return Fail("expected `)` or `,` in the arguments of `" + name + "`");
-      }
-      return Apply(name, args);
-    }
-    if (Eat('<')) {
-      std::vector<Layout> modes;
-      do {
-        auto e = ParseElem();
-        if (!e) return Error{e.error()};
-        auto l = AsTilerElem(*e);
-        if (!l) return Error{l.error()};
-        modes.push_back(*l);
-      } while (Eat(','));
-      if (!Eat('>')) return Fail("expected `>` or `,` in a tiler");
-      return Value(modes);
-    }
-    if (pos_ >= text_.size()) return Fail("expected an expression");
-    auto n = ParseElem();
-    if (!n) return Error{n.error()};
-    if (n->is_layout) return Value(n->layout);
-    if (n->has_layouts) {
-      std::vector<Layout> modes;
-      for (const Node& e : n->elems) {
-        auto l = AsTilerElem(e);
-        if (!l) return Error{l.error()};
-        modes.push_back(*l);
-      }
-      return Value(modes);
-    }
-    return Value(n->tuple);
-  }
-
-  // `Sw<B,M,S> o OFFSET o LAYOUT`, CuTe's printed form of a swizzled layout.
-  Result<Value> ParseSwizzleRest(const Swizzle& s) {
-    auto off = ParseInt();
-    if (!off) return Error{off.error()};
-    if (!Eat('o')) return Fail("expected `o LAYOUT` in `Sw<B,M,S> o OFFSET o LAYOUT`");
-    auto n = ParseElem();
-    if (!n) return Error{n.error()};
-    if (!n->is_layout) return Fail("expected a layout after `o`");
-    return Value(SwizzledLayout(s, *off, n->layout));
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
-};
 
 std::string KindName(const Value& v) {
   switch (v.index()) {
@@ -204,6 +17,8 @@ std::string KindName(const Value& v) {
       return "a swizzled layout";
   }
 }
+
+namespace {
 
 Result<Layout> AsLayout(const Value& v, std::string_view op, int i) {
   if (auto* l = std::get_if<Layout>(&v)) return *l;
@@ -412,16 +227,6 @@ Result<Value> Apply(std::string_view name, const std::vector<Value>& args) {
   std::string known;
   for (const auto& [n, _] : Operations()) known += (known.empty() ? "" : ", ") + n;
   return MakeError("unknown layout operation `" + op + "` (known: " + known + ")");
-}
-
-Result<Value> EvaluateExpression(std::string_view text) {
-  return Parser(text).ParseAll();
-}
-
-Result<Layout> ParseLayout(std::string_view text) {
-  auto v = EvaluateExpression(text);
-  if (!v) return Error{v.error()};
-  return AsLayout(*v, "parse", 0);
 }
 
 }  // namespace weft::layout

@@ -1,22 +1,19 @@
-// Layout-algebra expressions as users type them (`weft layout EXPR`, the REPL's `:layout`), e.g.
-// `composition((4,2):(2,1), (2,2):(1,2))` or `logical_divide((16,8):(8,1), <4:1, 2:1>)`. The CLI is a
-// thin layer over EvaluateExpression and ToString(Value).
+// Layout-algebra values and the operations on them by name: what `weft layout EXPR` and the REPL's
+// `:layout` evaluate, e.g. `composition((4,2):(2,1), (2,2):(1,2))` or
+// `logical_divide((16,8):(8,1), <4:1, 2:1>)`.
 //
-// Grammar (CuTe's printed notation, so that output can be pasted back in):
-//   expr   := name '(' [expr {',' expr}] ')'     an operation, see Apply
-//           | 'Sw<' int ',' int ',' int '>'      a swizzle
-//           | '<' expr {',' expr} '>'            a tiler: one layout per mode
-//           | tuple [':' tuple]                  a shape (an IntTuple) or a layout
-//   tuple  := int | '(' elem {',' elem} ')'       elem := tuple [':' tuple]
-// A parenthesized list of layouts, `(4:1,2:1)`, is a tiler too (that is how CuTe prints one).
+// The expressions themselves are parsed by syntax/ (the X3 grammar's layout rules; docs/syntax.md,
+// Layouts) and evaluated by from_syntax.h, which calls Apply for each operation. This file knows
+// nothing of text: it names the operations and prints values in CuTe's notation, so that what it
+// prints parses back to the same value.
 //
-// Evaluation: 1. parse to a tree of calls and literals; 2. evaluate arguments; 3. Apply the named
-// operation, converting a shape to the layout or tiler the operation needs (CuTe's conventions: a
-// shape is a compact column-major layout, or a by-mode tiler of n:1 layouts).
+// Conventions (CuTe's): a shape where an operation needs a layout is its compact column-major layout;
+// a shape where it needs a tiler is one n:1 layout per mode.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -32,9 +29,8 @@ using Value = std::variant<IntTuple, Layout, std::vector<Layout>, Swizzle, Swizz
 // CuTe notation for each kind of value; tilers print as `<4:1,2:1>`.
 std::string ToString(const Value& value);
 
-Result<Value> EvaluateExpression(std::string_view text);
-// Parses a layout literal such as `(4,(2,2)):(2,(1,8))`, or a shape (taken as compact column-major).
-Result<Layout> ParseLayout(std::string_view text);
+// "a shape", "a layout", "a tiler", "a swizzle" or "a swizzled layout", for messages.
+std::string KindName(const Value& value);
 
 // Applies a named operation: size cosize rank depth shape stride coalesce flatten filter composition
 // complement right_inverse left_inverse logical_divide zipped_divide tiled_divide logical_product

@@ -122,4 +122,11 @@ std::string FormatLayoutTable(const Layout& layout) {
   return out.str();
 }
 
+std::string FormatLayoutTable(const SwizzledLayout& layout) {
+  std::ostringstream out;
+  for (std::int64_t i = 0; i < layout.size(); ++i)
+    out << i << "  " << ToString(layout.layout().IndexToCoord(i)) << "  ->  " << layout(i) << '\n';
+  return out.str();
+}
+
 }  // namespace weft::layout

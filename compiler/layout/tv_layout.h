@@ -64,5 +64,7 @@ std::string FormatLayoutGrid(const Layout& layout);
 std::string FormatLayoutGrid(const SwizzledLayout& layout);
 // Every coordinate with its 1-D index and offset, one line each: `5  (1,(1,0))  ->  3`.
 std::string FormatLayoutTable(const Layout& layout);
+// The same for a swizzled layout: the coordinates are its layout's, the offsets are swizzled.
+std::string FormatLayoutTable(const SwizzledLayout& layout);
 
 }  // namespace weft::layout

@@ -152,8 +152,7 @@ struct LayoutIntTokenParser : x3::parser<LayoutIntTokenParser> {
   static bool const has_attribute = true;
 
   static bool IsStaticInt(std::string_view text) {
-    return text.size() > 1 && text[0] == '_' &&
-           text.find_first_not_of("0123456789", 1) == std::string_view::npos;
+    return text.size() > 1 && text[0] == '_' && text.find_first_not_of("0123456789", 1) == std::string_view::npos;
   }
 
   template <typename It, typename Context, typename RContext, typename Attribute>
@@ -373,13 +372,14 @@ ExprId AddExpr(const Context& context, Node node) {
 const auto pass = [](auto& context) { x3::_val(context) = x3::_attr(context); };
 
 // Records where an open construct began, for the note of an expectation failure that names it.
-template <const char* What, bool Opened = false>
+// `Skip` is where the opener is among the rule's tokens: 1 for a call's `(` after its name.
+template <const char* What, bool Opened = false, int Skip = 0>
 struct OpenerHook {
   template <typename It, typename Exception, typename Context>
   x3::error_handler_result on_error(It& first, const It&, const Exception& failure, const Context& context) {
     Builder& builder = B(context);
     if (!builder.note && failure.which().find(What) != std::string::npos) {
-      builder.note = PendingNote{first->span, What, Opened};
+      builder.note = PendingNote{(first + Skip)->span, What, Opened};
     }
     return x3::error_handler_result::rethrow;
   }
@@ -409,7 +409,7 @@ struct dim_atom_id : OpenerHook<kThisParen, true> {};
 struct pattern_id : OpenerHook<kThisParen, true> {};
 struct param_id : OpenerHook<kThisParen, true> {};
 struct int_tree_id : OpenerHook<kThisParen, true> {};
-struct layout_call_id : OpenerHook<kThisParen, true> {};
+struct layout_call_id : OpenerHook<kThisParen, true, 1> {};
 struct swizzle_id : OpenerHook<kThisSwizzle> {};
 struct layout_primary_id : OpenerHook<kThisParen, true> {};
 struct tiler_id : OpenerHook<kThisAngle, true> {};
@@ -987,8 +987,8 @@ auto const layout_call_def =
 auto const layout_args_def = layout_expr >> *(kw(TK::Comma) > layout_expr);
 auto const tiler_def = spanned[(kw(TK::Less) > layout_args > kw(TK::Greater))[make_tiler]];
 auto const layout_term_def = spanned[(layout_primary >> -(kw(TK::Colon) > int_tree))[make_layout_term]];
-auto const layout_primary_def = spanned[layout_int[make_layout_int] |
-                                        (kw(TK::LParen) > layout_args > close_paren)[make_layout_paren]];
+auto const layout_primary_def =
+    spanned[layout_int[make_layout_int] | (kw(TK::LParen) > layout_args > close_paren)[make_layout_paren]];
 auto const int_tree_def =
     nested[spanned[layout_int[make_int_leaf] | (kw(TK::LParen) > int_tree_list > close_paren)[make_int_node]]];
 auto const int_tree_list_def = int_tree >> *(kw(TK::Comma) > int_tree);
@@ -1112,8 +1112,8 @@ BOOST_SPIRIT_DEFINE(type, type_atom, elem_tok, tensor_type, type_paren, shape, s
                     space_layout, space_name)
 BOOST_SPIRIT_DEFINE(dim, dim_add, dim_mul, dim_atom)
 BOOST_SPIRIT_DEFINE(pattern, pattern_tail, param, out_name, out_colon)
-BOOST_SPIRIT_DEFINE(layout_expr, layout_unit, compose_word, layout_int, swizzle, swizzle_word, swizzle_args, layout_call, layout_args, tiler, layout_term, layout_primary, int_tree,
-                    int_tree_list)
+BOOST_SPIRIT_DEFINE(layout_expr, layout_unit, compose_word, layout_int, swizzle, swizzle_word, swizzle_args,
+                    layout_call, layout_args, tiler, layout_term, layout_primary, int_tree, int_tree_list)
 BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, size_binder, where_eq, def_tail, def_decl, def_name, def_eq, kernel_decl,
                     kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl, import_target, decl)
 BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop, with_pipeline,

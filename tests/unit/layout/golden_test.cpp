@@ -5,14 +5,14 @@
 // their extent is known at compile time, which it always is here).
 #include <catch2/catch.hpp>
 
+#include "evaluate_text.h"
 #include "layout/algebra.h"
-#include "layout/expr.h"
 
 namespace weft::layout {
 namespace {
 
 Layout L(const std::string& text) {
-  auto l = ParseLayout(text);
+  auto l = testing::ParseLayoutText(text);
   REQUIRE(l.ok());
   return *l;
 }

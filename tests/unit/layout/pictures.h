@@ -6,16 +6,16 @@
 #include <utility>
 #include <vector>
 
+#include "evaluate_text.h"
 #include "layout/algebra.h"
 #include "layout/atoms.h"
-#include "layout/expr.h"
 #include "layout/tv_layout.h"
 
 namespace weft::layout::testing {
 
 inline std::vector<std::pair<std::string, std::string>> Pictures() {
   std::vector<std::pair<std::string, std::string>> out;
-  auto layout = [](const char* text) { return *ParseLayout(text); };
+  auto layout = [](const char* text) { return *ParseLayoutText(text); };
   out.emplace_back("layout (4,(2,2)):(2,(1,8))", FormatLayoutGrid(layout("(4,(2,2)):(2,(1,8))")));
   out.emplace_back("layout (4,2):(2,1) as a table", FormatLayoutTable(layout("(4,2):(2,1)")));
   out.emplace_back("logical_divide((4,2,3):(2,1,8), 4:2)",

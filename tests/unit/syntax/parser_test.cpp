@@ -160,5 +160,73 @@ TEST_CASE("a layout expression parses on its own", "[parser]") {
   CHECK(diagnostics.error_count() == 2);  // structure mismatch, then trailing input
 }
 
+// A layout expression on its own: its printed form, or its rendered errors.
+std::string LayoutText(const std::string& text) {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  FileId file = sources.Add("<layout>", text);
+  LayoutParse result = ParseLayoutExpression(sources, file, diagnostics);
+  if (diagnostics.has_errors()) {
+    std::string out;
+    for (const Diagnostic& d : diagnostics.all()) out += Render(sources, d, false);
+    return out;
+  }
+  return PrintLayout(result.ast, result.layout);
+}
+
+TEST_CASE("layouts parse in CuTe's printed notation", "[parser]") {
+  // Compositions `A o B o C`, as CuTe prints a swizzled layout: swizzle, offset, layout.
+  CHECK(LayoutText("Sw<3,3,3> o 0 o (8,64):(64,1)") == "swizzle<3,3,3> o 0 o (8,64):(64,1)");
+  CHECK(LayoutText("composition(Sw<3,3,3> o 0 o (8,64):(64,1), (8,8):(1,8))") ==
+        "composition(swizzle<3,3,3> o 0 o (8,64):(64,1), (8,8):(1,8))");
+  CHECK(LayoutText("(4,2):(2,1)o(2,2):(1,2)") == "(4,2):(2,1) o (2,2):(1,2)");
+  CHECK(LayoutText("<3:3 o 1:1, ?L o 4>") == "<3:3 o 1:1, ?L o 4>");
+  CHECK(LayoutText("o(4:1)") == "o(4:1)");  // `o` is a word only between two layouts
+  // CuTe's static integers `_4` (the lexer reads them as names) and negative integers.
+  CHECK(LayoutText("Sw<3,4,3> o _0 o (_8,_64):(_64,_1)") == "swizzle<3,4,3> o 0 o (8,64):(64,1)");
+  CHECK(LayoutText("_4") == "4");
+  CHECK(LayoutText("(4,2):(-1,4)") == "(4,2):(-1,4)");
+  CHECK(LayoutText("Sw<1,4,-3>") == "swizzle<1,4,-3>");
+  CHECK(LayoutText("-3") == "-3");
+  // Tilers, in both spellings.
+  CHECK(LayoutText("<3:3, (2,4):(1,8)>") == "<3:3, (2,4):(1,8)>");
+  CHECK(LayoutText("(4:1, 2)") == "<4:1, 2>");
+  CHECK(LayoutText("<4:1,2:1>") == "<4:1, 2:1>");
+}
+
+TEST_CASE("the layout tree: a composition is one node with its parts in order", "[parser]") {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  FileId file = sources.Add("<layout>", "Sw<3,3,3> o 0 o (8,64):(64,1)");
+  LayoutParse result = ParseLayoutExpression(sources, file, diagnostics);
+  REQUIRE(result.layout.valid());
+  const auto* compose = std::get_if<layout::Compose>(&result.ast.Get(result.layout).node);
+  REQUIRE(compose != nullptr);
+  REQUIRE(compose->parts.size() == 3);
+  CHECK(std::holds_alternative<layout::Swizzle>(result.ast.Get(compose->parts[0]).node));
+  const auto* offset = std::get_if<layout::IntTuple>(&result.ast.Get(compose->parts[1]).node);
+  REQUIRE(offset != nullptr);
+  CHECK((offset->tuple.leaf && offset->tuple.value == 0));
+  CHECK(std::holds_alternative<layout::Literal>(result.ast.Get(compose->parts[2]).node));
+  CHECK(sources.Text(result.ast.Get(result.layout).span) == "Sw<3,3,3> o 0 o (8,64):(64,1)");
+}
+
+TEST_CASE("malformed layouts are parse errors", "[parser]") {
+  CHECK(LayoutText("Sw<3,3,3> o") ==
+        "<layout>:1:12: error[E0100]: expected a layout, found end of file\n"
+        " 1 | Sw<3,3,3> o\n"
+        "   |            ^\n");
+  CHECK(LayoutText("(4,2):(2,-)") ==
+        "<layout>:1:10: error[E0100]: expected an integer or a tuple of integers, found `-`\n"
+        " 1 | (4,2):(2,-)\n"
+        "   |          ^\n");
+  CHECK(LayoutText("Sw<3,_x,3>") ==
+        "<layout>:1:6: error[E0100]: expected an integer, found name `_x`\n"
+        " 1 | Sw<3,_x,3>\n"
+        "   |      ^~\n");
+  CHECK(LayoutText("(8,64):(64,1) (8,8)").find("error[E0109]: unexpected `(` after the end of the") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft::syntax

@@ -70,6 +70,8 @@ TEST_CASE("tricky printing cases round-trip", "[round-trip]") {
            "def f (x: f32[(n + 1) * 2 - m % 4, ..s]) = x",
            "kernel k (out c: f32[4] @shared composition(swizzle<3,4,3>, (8,64):(64,1))) grid (let a = 1 in a) threads "
            "32 = c",
+           "def f (x: f32[8, 64] @shared Sw<3,3,3> o 0 o (_8,_64):(_64,_1)) = x",
+           "def f (x: f32[4, 2] @reg composition((4,2):(-1,4) o <2:1, 2:-1>, swizzle<1,4,-3> o ?L)) = x",
        }) {
     CheckRoundTrip(text, text);
   }
