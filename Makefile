@@ -1,5 +1,5 @@
 # The README's two commands, and the steps they are made of. Each target installs what it needs.
-#   make run    install, build (release), and run weft on an example program
+#   make run    install, build (release), and check an example program (its definitions' types)
 #   make test   install, build (dev preset: debug + ASan/UBSan, and the fuzz harness), run every test
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
@@ -33,7 +33,7 @@ build-fuzz: deps
 	cmake --build --preset fuzz
 
 run: build-release
-	./build/release/compiler/driver/weft check $(EXAMPLE) --emit=ast
+	./build/release/compiler/driver/weft check $(EXAMPLE)
 
 # Build the dev preset and the fuzz harness, run unit + lit tests under the sanitizers, then fuzz the
 # parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build and test times at the end.
