@@ -37,16 +37,9 @@ std::optional<Dim> Checker::FromDim(syntax::DimId id, AnnotationScope& scope) {
         result = core::Mod(*lhs, *divisor);
         break;
       }
+      ObligeDivisible(*lhs, *divisor, d.span);
       Dim p = *lhs;
       std::int64_t c = *divisor;
-      Oblige(DimFact{*core::Mod(p, c), Relation::Eq, Dim(), d.span},
-             [this, p, c, span = d.span](bool refuted) {
-               TypePrinter printer(vars_);
-               std::string text = printer.Print(p);
-               diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, c,
-                                 refuted ? "" : ": add `where " + text + " % " + std::to_string(c) + " == 0`");
-             },
-             "an exact division");
       result = core::Div(p, c);
     }
   }

@@ -123,6 +123,8 @@ class Checker {
 
   // ---- obligations.cpp ----
   void Oblige(DimFact goal, Report report, std::string what = "");
+  // `p / d` obliges `p % d == 0` (language.md, Types).
+  void ObligeDivisible(const Dim& p, std::int64_t d, Span span);
   void Discharge(CheckedDef& def, bool has_params);
   void RetryBroadcasts(bool final);
 

@@ -194,13 +194,7 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
            "the quantized tensor of `dequant`");
     Dim kd = vars_.Resolve(Dim::Var(k));
     Dim groups = *core::Div(kd, g);
-    Oblige(DimFact{*core::Mod(kd, g), Relation::Eq, Dim(), e.span},
-           [this, kd, g, span = e.span](bool refuted) {
-             TypePrinter p(vars_);
-             diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, p.Print(kd), g,
-                               refuted ? "" : ": add `where " + p.Print(kd) + " % " + std::to_string(g) + " == 0`");
-           },
-           "the group size of `dequant`");
+    ObligeDivisible(kd, g, e.span);
     Expect(MakeTensor(Elem{t}, Shape{{}, s, {groups}}), Infer(apply.args[2]), ast_->Get(apply.args[2]).span,
            "the scales of `dequant`");
     result = MakeTensor(Elem{t}, Shape{{}, s, {Dim::Var(k)}});

@@ -1,4 +1,5 @@
 // Inference of expressions: one case per AST node kind; see check.h for the whole algorithm.
+#include "base/overloaded.h"
 #include <algorithm>
 
 #include "check/checker.h"
@@ -6,12 +7,6 @@
 namespace weft::check {
 namespace {
 
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
 
 std::string_view Verb(syntax::BinaryOp op) {
   switch (op) {
@@ -78,6 +73,16 @@ std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs) 
     }
   }
   return notes;
+}
+
+void Checker::ObligeDivisible(const Dim& p, std::int64_t d, Span span) {
+  Oblige(DimFact{*core::Mod(p, d), Relation::Eq, Dim(), span},
+         [this, p, d, span](bool refuted) {
+           std::string text = TypePrinter(vars_).Print(p);
+           diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
+                             refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
+         },
+         "an exact division");
 }
 
 void Checker::RecordDeferred(Span span, std::string_view context) {
@@ -155,16 +160,7 @@ std::optional<Dim> Checker::ExprToDim(syntax::ExprId id) {
       auto d = static_cast<std::int64_t>(divisor->value);
       if (binary->op == syntax::BinaryOp::Mod) return *core::Mod(*lhs, d);
       // `p / d` obliges `p % d == 0` (language.md, Types).
-      Dim remainder = *core::Mod(*lhs, d);
-      Dim p = *lhs;
-      Oblige(DimFact{remainder, Relation::Eq, Dim(), e.span},
-             [this, p, d, span = e.span](bool refuted) {
-               TypePrinter printer(vars_);
-               std::string text = printer.Print(p);
-               diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
-                                 refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
-             },
-             "an exact division");
+      ObligeDivisible(*lhs, d, e.span);
       return *core::Div(*lhs, d);
     }
     std::optional<Dim> rhs = ExprToDim(binary->rhs);

@@ -11,22 +11,21 @@ std::string TypePrinter::Unique(const std::string& wanted, const std::string& fr
   }
 }
 
+// 'a .. 'z, then 'a1 ...; type and element-type variables share the sequence.
+std::string TypePrinter::NextLetter() {
+  int n = letters_++;
+  return "'" + std::string(1, static_cast<char>('a' + n % 26)) + (n >= 26 ? std::to_string(n / 26) : "");
+}
+
 std::string TypePrinter::Name(TypeVarId var) {
   auto [it, inserted] = type_names_.emplace(var.index, "");
-  if (inserted) {
-    // 'a .. 'z, then 'a1 ...; shared with element-type variables.
-    int n = letters_++;
-    it->second = "'" + std::string(1, static_cast<char>('a' + n % 26)) + (n >= 26 ? std::to_string(n / 26) : "");
-  }
+  if (inserted) it->second = NextLetter();
   return it->second;
 }
 
 std::string TypePrinter::Name(ElemVarId var) {
   auto [it, inserted] = elem_names_.emplace(var.index, "");
-  if (inserted) {
-    int n = letters_++;
-    it->second = "'" + std::string(1, static_cast<char>('a' + n % 26)) + (n >= 26 ? std::to_string(n / 26) : "");
-  }
+  if (inserted) it->second = NextLetter();
   return it->second;
 }
 

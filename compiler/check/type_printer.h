@@ -27,6 +27,7 @@ class TypePrinter {
 
  private:
   std::string TypeText(const TypeRef& type, bool parenthesize_function);
+  std::string NextLetter();
   std::string Name(TypeVarId var);
   std::string Name(ElemVarId var);
   std::string Name(ShapeVarId var);

@@ -36,6 +36,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/result.h"
 #include "base/typed_id.h"
 
 namespace weft::core {
@@ -61,30 +62,9 @@ struct DimError {
   std::string message;  // lowercase, no final period, code in backticks (style.md)
 };
 
-// A value or a DimError. std::expected would do, but GCC 12 lacks it.
+// A value or a DimError.
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}
-  Result(DimError error) : state_(std::move(error)) {}
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  // @pre !ok()
-  const DimError& error() const { return std::get<1>(state_); }
-
- private:
-  std::variant<T, DimError> state_;
-};
+using Result = weft::Result<T, DimError>;
 
 // ---------------------------------------------------------------------------------------------------
 // The normal form

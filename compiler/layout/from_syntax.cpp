@@ -1,4 +1,5 @@
 // Evaluating layout ASTs; see from_syntax.h.
+#include "base/overloaded.h"
 #include "layout/from_syntax.h"
 
 #include <cstdlib>
@@ -9,12 +10,6 @@
 namespace weft::layout {
 namespace {
 
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
 
 IntTuple FromTree(const syntax::IntTree& tree) {
   if (tree.leaf) return IntTuple(tree.value);

@@ -7,34 +7,18 @@
 #include <utility>
 #include <variant>
 
+#include "base/result.h"
+
 namespace weft::layout {
 
 struct Error {
   std::string message;  // lowercase, no final period, code in backticks (style.md)
+  explicit operator std::string() const { return message; }
 };
 
+// A value or the message of a failed precondition.
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}
-  Result(Error error) : state_(std::move(error)) {}
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const std::string& error() const { return std::get<1>(state_).message; }
-
- private:
-  std::variant<T, Error> state_;
-};
+using Result = weft::Result<T, std::string>;
 
 inline Error MakeError(std::string message) {
   return Error{std::move(message)};

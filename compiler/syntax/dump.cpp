@@ -1,16 +1,11 @@
 // The S-expression dump of an Ast (printer.h): one form per node, children in order, no spans.
+#include "base/overloaded.h"
 #include "diagnostics/diagnostic.h"
 #include "syntax/printer.h"
 
 namespace weft::syntax {
 namespace {
 
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
 
 class Dumper {
  public:

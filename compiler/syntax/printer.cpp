@@ -2,6 +2,7 @@
 // `loop`, `pipeline`; 1 to 7 for binary operators; 8 prefix `-`; 9 application and `cast`;
 // 10 postfix indexing; 11 atoms), and a sub-expression is parenthesized when its level is below
 // what its position requires. Open constructs are parenthesized everywhere but in tail positions.
+#include "base/overloaded.h"
 #include "syntax/printer.h"
 
 #include "diagnostics/diagnostic.h"
@@ -15,12 +16,6 @@ constexpr int kApply = 9;
 constexpr int kPostfix = 10;
 constexpr int kAtom = 11;
 
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
 
 }  // namespace
 
