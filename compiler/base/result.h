@@ -16,8 +16,9 @@ class [[nodiscard]] Result {
   Result(E error) : state_(std::in_place_index<1>, std::move(error)) {}
   // Anything that converts to the error type, but not to the value type (a module's own error struct).
   template <typename U>
-    requires(!std::is_convertible_v<U, T> && !std::is_same_v<std::decay_t<U>, E> && std::is_constructible_v<E, U>)
-  Result(U&& error) : state_(std::in_place_index<1>, E(std::forward<U>(error))) {}
+  requires(!std::is_convertible_v<U, T> && !std::is_same_v<std::decay_t<U>, E> && std::is_constructible_v<E, U>)
+      Result(U&& error)
+      : state_(std::in_place_index<1>, E(std::forward<U>(error))) {}
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }

@@ -23,9 +23,15 @@ std::optional<Dim> Checker::FromDim(syntax::DimId id, AnnotationScope& scope) {
   if (!lhs || !rhs) return std::nullopt;
   core::Result<Dim> result = Dim();
   switch (b.op) {
-    case syntax::BinaryOp::Add: result = core::Add(*lhs, *rhs); break;
-    case syntax::BinaryOp::Sub: result = core::Sub(*lhs, *rhs); break;
-    case syntax::BinaryOp::Mul: result = core::Mul(*lhs, *rhs); break;
+    case syntax::BinaryOp::Add:
+      result = core::Add(*lhs, *rhs);
+      break;
+    case syntax::BinaryOp::Sub:
+      result = core::Sub(*lhs, *rhs);
+      break;
+    case syntax::BinaryOp::Mul:
+      result = core::Mul(*lhs, *rhs);
+      break;
     default: {
       std::optional<std::int64_t> divisor = rhs->AsConstant();
       if (!divisor || *divisor <= 0) {
@@ -106,13 +112,26 @@ std::optional<DimFact> Checker::WhereFact(syntax::ExprId condition) {
   bool comparison = binary != nullptr;
   if (binary) {
     switch (binary->op) {
-      case syntax::BinaryOp::Eq: relation = Relation::Eq; break;
-      case syntax::BinaryOp::Ne: relation = Relation::Ne; break;
-      case syntax::BinaryOp::Lt: relation = Relation::Lt; break;
-      case syntax::BinaryOp::Le: relation = Relation::Le; break;
-      case syntax::BinaryOp::Gt: relation = Relation::Gt; break;
-      case syntax::BinaryOp::Ge: relation = Relation::Ge; break;
-      default: comparison = false;
+      case syntax::BinaryOp::Eq:
+        relation = Relation::Eq;
+        break;
+      case syntax::BinaryOp::Ne:
+        relation = Relation::Ne;
+        break;
+      case syntax::BinaryOp::Lt:
+        relation = Relation::Lt;
+        break;
+      case syntax::BinaryOp::Le:
+        relation = Relation::Le;
+        break;
+      case syntax::BinaryOp::Gt:
+        relation = Relation::Gt;
+        break;
+      case syntax::BinaryOp::Ge:
+        relation = Relation::Ge;
+        break;
+      default:
+        comparison = false;
     }
   }
   if (!comparison) {

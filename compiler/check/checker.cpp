@@ -87,7 +87,8 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
   VarMap map;
   for (TypeVarId v : scheme.quantified.types) map.types[v] = MakeVar(vars_.NewTypeVar());
   for (ElemVarId v : scheme.quantified.elems) map.elems[v] = vars_.NewElemVar(vars_.info(v).cls);
-  for (ShapeVarId v : scheme.quantified.shapes) map.shapes[v] = vars_.NewShapeVar(VarKind::Flexible, vars_.info(v).name);
+  for (ShapeVarId v : scheme.quantified.shapes)
+    map.shapes[v] = vars_.NewShapeVar(VarKind::Flexible, vars_.info(v).name);
   for (SizeVarId v : scheme.quantified.sizes) {
     map.sizes[v] = Dim::Var(vars_.NewSizeVar(in_main_ ? VarKind::Runtime : VarKind::Flexible, vars_.info(v).name));
   }
@@ -95,15 +96,17 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     DimFact goal{SubstDim(vars_, fact.lhs, map), fact.relation, SubstDim(vars_, fact.rhs, map), call};
     std::string clause(sources_.Text(fact.span));
     Span where_span = fact.span;
-    Oblige(goal,
-           [this, name, clause, goal, where_span](bool refuted) {
-             TypePrinter p(vars_);
-             std::string detail = ": here it reads `" + p.Print(goal.lhs) + " " + std::string(Spelling(goal.relation)) +
-                                  " " + p.Print(goal.rhs) + "`" + (refuted ? ", which is false" : ", which is not provable");
-             Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, goal.span, name, clause, detail);
-             error.notes.push_back(MakeNote(DiagnosticKind::NoteWhereClause, where_span, name));
-           },
-           "the `where` clause of `" + name + "`");
+    Oblige(
+        goal,
+        [this, name, clause, goal, where_span](bool refuted) {
+          TypePrinter p(vars_);
+          std::string detail = ": here it reads `" + p.Print(goal.lhs) + " " + std::string(Spelling(goal.relation)) +
+                               " " + p.Print(goal.rhs) + "`" +
+                               (refuted ? ", which is false" : ", which is not provable");
+          Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, goal.span, name, clause, detail);
+          error.notes.push_back(MakeNote(DiagnosticKind::NoteWhereClause, where_span, name));
+        },
+        "the `where` clause of `" + name + "`");
   }
   return SubstType(vars_, scheme.type, map);
 }
@@ -159,7 +162,8 @@ TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env
     for (std::size_t i = 0; i < tuple->elements.size(); ++i) elements.push_back(MakeVar(vars_.NewTypeVar()));
     TypeRef expected = MakeTuple(elements);
     Expect(expected, type, p.span, "the tuple pattern");
-    for (std::size_t i = 0; i < tuple->elements.size(); ++i) BindPattern(tuple->elements[i], elements[i], env, generalize);
+    for (std::size_t i = 0; i < tuple->elements.size(); ++i)
+      BindPattern(tuple->elements[i], elements[i], env, generalize);
     return type;
   }
   const auto& typed = std::get<Typed>(p.node);

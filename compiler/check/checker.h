@@ -20,7 +20,7 @@ namespace weft::check {
 struct Binding {
   enum class Kind { Value, Size };
   Kind kind = Kind::Value;
-  Scheme scheme;  // Value
+  Scheme scheme;   // Value
   SizeVarId size;  // Size: a size variable, usable as an i64 value
   Span span;       // where it is bound, for notes
 };
@@ -140,15 +140,15 @@ class Checker {
   std::map<std::string, Span> defined_below_;  // names defined later in the file, for messages
   std::set<std::string> importing_;            // modules being imported (cycle detection)
   std::set<std::string> imported_;
-  AnnotationScope* scope_ = nullptr;           // the annotation scope of the current definition
-  std::string current_;                        // the definition being checked
+  AnnotationScope* scope_ = nullptr;  // the annotation scope of the current definition
+  std::string current_;               // the definition being checked
   bool in_main_ = false;
   bool in_kernel_ = false;
   int errors_at_start_ = 0;
-  std::vector<DimFact> facts_;                 // `where` facts of the current definition
+  std::vector<DimFact> facts_;  // `where` facts of the current definition
   std::vector<Obligation> obligations_;
   std::vector<PendingBroadcast> pending_;
-  std::vector<std::function<void()>> late_;    // checks that need the whole body inferred first
+  std::vector<std::function<void()>> late_;  // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
   solver::Solver solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/false}};
 };

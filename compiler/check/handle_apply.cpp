@@ -9,7 +9,8 @@ namespace weft::check {
 namespace {
 
 const std::set<std::string>& ShapeBuiltins() {
-  static const std::set<std::string> names = {"zeros", "ones", "full", "iota", "random", "reshape", "permute", "dequant"};
+  static const std::set<std::string> names = {"zeros",  "ones",    "full",    "iota",
+                                              "random", "reshape", "permute", "dequant"};
   return names;
 }
 
@@ -34,12 +35,13 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
     if (builtin && ShapeBuiltins().count(var->name)) return InferShapeBuiltin(var->name, e, apply);
     if (builtin && (var->name == "maximum" || var->name == "minimum") && apply.args.size() == 2) {
       TypeRef lt = Infer(apply.args[0]), rt = Infer(apply.args[1]);
-      return Elementwise("take the " + var->name + " of", BinaryTypes::Arithmetic, apply.args[0], lt, apply.args[1],
-                         rt, e.span);
+      return Elementwise("take the " + var->name + " of", BinaryTypes::Arithmetic, apply.args[0], lt, apply.args[1], rt,
+                         e.span);
     }
     if (builtin && var->name == "select" && apply.args.size() == 3) {
       TypeRef ct = Infer(apply.args[0]), at = Infer(apply.args[1]), bt = Infer(apply.args[2]);
-      TypeRef values = Elementwise("select between", BinaryTypes::Arithmetic, apply.args[1], at, apply.args[2], bt, e.span);
+      TypeRef values =
+          Elementwise("select between", BinaryTypes::Arithmetic, apply.args[1], at, apply.args[2], bt, e.span);
       // The condition broadcasts against the values; it must be bool.
       Shape s = Shape::Spread(vars_.NewShapeVar());
       Expect(MakeTensor(Elem{Dtype::Bool}, s), ct, ast_->Get(apply.args[0]).span, "the condition of `select`");
@@ -86,8 +88,9 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
   auto need = [&](std::size_t count) {
     if (apply.args.size() >= count) return true;
     TypeRef type = builtins_.at(name).scheme.type;
-    diagnostics_.Emit(DiagnosticKind::TypeMismatch, e.span, "`" + name + "` needs " + std::to_string(count) +
-                      " arguments", TypePrinter(vars_).Print(type), "a partial application", "");
+    diagnostics_.Emit(DiagnosticKind::TypeMismatch, e.span,
+                      "`" + name + "` needs " + std::to_string(count) + " arguments", TypePrinter(vars_).Print(type),
+                      "a partial application", "");
     return false;
   };
   TypeRef result;
@@ -110,8 +113,8 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     used = 2;
   } else if (name == "iota") {
     if (dims->size() != 1) {
-      diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span, "a list of " + std::to_string(dims->size()) +
-                                                                           " dims: `iota` takes one, `iota [n]`");
+      diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span,
+                        "a list of " + std::to_string(dims->size()) + " dims: `iota` takes one, `iota [n]`");
       return MakeVar(vars_.NewTypeVar());
     }
     result = MakeTensor(Elem{Dtype::I64}, Shape::Of(*dims));
@@ -147,13 +150,14 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
         for (const Dim& d : target.before) {
           if (auto product = core::Mul(after, d)) after = *product;
         }
-        Oblige(DimFact{before, Relation::Eq, after, span},
-               [this, from_text, to_text, before, after, span](bool refuted) {
-                 TypePrinter p(vars_);
-                 diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
-                                   p.Print(after), refuted ? "" : ": add a `where` clause that says they are equal");
-               },
-               "the element count of `reshape`");
+        Oblige(
+            DimFact{before, Relation::Eq, after, span},
+            [this, from_text, to_text, before, after, span](bool refuted) {
+              TypePrinter p(vars_);
+              diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
+                                p.Print(after), refuted ? "" : ": add a `where` clause that says they are equal");
+            },
+            "the element count of `reshape`");
       });
     }
     result = MakeTensor(Elem{t}, Shape::Of(*dims));
@@ -172,7 +176,8 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     std::vector<std::int64_t> identity(order.size());
     std::iota(identity.begin(), identity.end(), 0);
     if (sorted != identity) {
-      diagnostics_.Emit(DiagnosticKind::BadPermutation, shape_span, std::string(sources_.Text(shape_span)), order.size());
+      diagnostics_.Emit(DiagnosticKind::BadPermutation, shape_span, std::string(sources_.Text(shape_span)),
+                        order.size());
       return MakeVar(vars_.NewTypeVar());
     }
     std::vector<Dim> permuted;

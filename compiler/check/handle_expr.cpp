@@ -1,23 +1,29 @@
 // Inference of expressions: one case per AST node kind; see check.h for the whole algorithm.
-#include "base/overloaded.h"
 #include <algorithm>
+#include "base/overloaded.h"
 
 #include "check/checker.h"
 
 namespace weft::check {
 namespace {
 
-
 std::string_view Verb(syntax::BinaryOp op) {
   switch (op) {
-    case syntax::BinaryOp::Add: return "add";
-    case syntax::BinaryOp::Sub: return "subtract";
-    case syntax::BinaryOp::Mul: return "multiply";
-    case syntax::BinaryOp::Div: return "divide";
-    case syntax::BinaryOp::Mod: return "take the remainder of";
+    case syntax::BinaryOp::Add:
+      return "add";
+    case syntax::BinaryOp::Sub:
+      return "subtract";
+    case syntax::BinaryOp::Mul:
+      return "multiply";
+    case syntax::BinaryOp::Div:
+      return "divide";
+    case syntax::BinaryOp::Mod:
+      return "take the remainder of";
     case syntax::BinaryOp::And:
-    case syntax::BinaryOp::Or: return "combine";
-    default: return "compare";
+    case syntax::BinaryOp::Or:
+      return "combine";
+    default:
+      return "compare";
   }
 }
 
@@ -76,30 +82,32 @@ std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs) 
 }
 
 void Checker::ObligeDivisible(const Dim& p, std::int64_t d, Span span) {
-  Oblige(DimFact{*core::Mod(p, d), Relation::Eq, Dim(), span},
-         [this, p, d, span](bool refuted) {
-           std::string text = TypePrinter(vars_).Print(p);
-           diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
-                             refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
-         },
-         "an exact division");
+  Oblige(
+      DimFact{*core::Mod(p, d), Relation::Eq, Dim(), span},
+      [this, p, d, span](bool refuted) {
+        std::string text = TypePrinter(vars_).Print(p);
+        diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
+                          refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
+      },
+      "an exact division");
 }
 
 void Checker::RecordDeferred(Span span, std::string_view context) {
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     std::string what(context);
     DimFact goal{eq.lhs, Relation::Eq, eq.rhs, span};
-    Oblige(goal,
-           [this, goal, what](bool refuted) {
-             TypePrinter printer(vars_);
-             std::string a = printer.Print(goal.lhs), b = printer.Print(goal.rhs);
-             if (refuted) {
-               diagnostics_.Emit(DiagnosticKind::TypeMismatch, goal.span, what, a, b, "");
-             } else {
-               diagnostics_.Emit(DiagnosticKind::RigidSize, goal.span, what, a, b);
-             }
-           },
-           what);
+    Oblige(
+        goal,
+        [this, goal, what](bool refuted) {
+          TypePrinter printer(vars_);
+          std::string a = printer.Print(goal.lhs), b = printer.Print(goal.rhs);
+          if (refuted) {
+            diagnostics_.Emit(DiagnosticKind::TypeMismatch, goal.span, what, a, b, "");
+          } else {
+            diagnostics_.Emit(DiagnosticKind::RigidSize, goal.span, what, a, b);
+          }
+        },
+        what);
   }
 }
 
@@ -137,7 +145,8 @@ std::optional<Dim> Checker::ExprToDim(syntax::ExprId id) {
     return std::nullopt;
   };
   if (const auto* lit = std::get_if<syntax::expr::IntLit>(&e.node)) {
-    if (lit->value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return fail("a huge integer");
+    if (lit->value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return fail("a huge integer");
     return Dim::Constant(static_cast<std::int64_t>(lit->value));
   }
   if (const auto* var = std::get_if<syntax::expr::Var>(&e.node)) {
@@ -232,8 +241,8 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   } else {
     if (auto m = unifier_.UnifyElem(le, re)) {
       TypePrinter p(vars_);
-      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext.str(), rtext.str(), p.Print(le),
-                                            p.Print(re));
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext.str(), rtext.str(),
+                                            p.Print(le), p.Print(re));
       error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
@@ -251,23 +260,22 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   Broadcast result = BroadcastShapes(unifier_, vars_, a, b);
   std::string what = "cannot " + std::string(verb) + " `" + ltext.str() + "` and `" + rtext.str() + "`";
   auto report_shapes = [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes](bool refuted, const Dim& x,
-                                                                                       const Dim& y) {
+                                                                                           const Dim& y) {
     TypePrinter p(vars_);
     std::string detail = refuted ? "dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` differ"
-                                 : "dimensions `" + p.Print(x) + "` and `" + p.Print(y) +
-                                       "` may differ; add `where " + p.Print(x) + " == " + p.Print(y) +
-                                       "` or use one size name";
-    Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims,
-                                          lspan, verb, ltext.str(), rtext.str(), detail);
+                                 : "dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` may differ; add `where " +
+                                       p.Print(x) + " == " + p.Print(y) + "` or use one size name";
+    Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims, lspan,
+                                          verb, ltext.str(), rtext.str(), detail);
     error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
-      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+    error.notes.insert(error.notes.end(), notes.begin(), notes.end());
   };
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
-    Oblige(goal, [report_shapes, eq](bool refuted) { report_shapes(refuted, eq.lhs, eq.rhs); }, what);
+    Oblige(
+        goal, [report_shapes, eq](bool refuted) { report_shapes(refuted, eq.lhs, eq.rhs); }, what);
   }
-  Elem out = kind == BinaryTypes::Comparison || kind == BinaryTypes::Equality ? Elem{Dtype::Bool}
-                                                                               : vars_.Resolve(elem);
+  Elem out = kind == BinaryTypes::Comparison || kind == BinaryTypes::Equality ? Elem{Dtype::Bool} : vars_.Resolve(elem);
   switch (result.status) {
     case Broadcast::Status::Ok:
       return MakeTensor(out, result.shape);
@@ -283,8 +291,9 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
       pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes] {
                             Diagnostic& error =
                                 diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext.str(), rtext.str());
-                            error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
-      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+                            error.notes.push_back(
+                                MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
+                            error.notes.insert(error.notes.end(), notes.begin(), notes.end());
                           }});
       return MakeTensor(out, Shape::Spread(r));
     }
@@ -313,7 +322,8 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     SizeVarId m = vars_.NewSizeVar(), k1 = vars_.NewSizeVar(), k2 = vars_.NewSizeVar(), n = vars_.NewSizeVar();
     Shape lb = Shape::Spread(vars_.NewShapeVar()), rb = Shape::Spread(vars_.NewShapeVar());
     TypeRef lpattern = MakeTensor(Elem{t}, Shape{{}, lb.spread, {Dim::Var(m), Dim::Var(k1)}});
-    TypeRef rpattern = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape{{}, rb.spread, {Dim::Var(k2), Dim::Var(n)}});
+    TypeRef rpattern =
+        MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape{{}, rb.spread, {Dim::Var(k2), Dim::Var(n)}});
     if (!Expect(lpattern, lt, lspan, "the left operand of `@` (a matrix or a batch of them)") ||
         !Expect(rpattern, rt, rspan, "the right operand of `@` (a matrix or a batch of them)")) {
       return MakeTensor(Elem{t}, Shape::Spread(vars_.NewShapeVar()));
@@ -322,34 +332,35 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     Elem re = std::get<TensorType>(vars_.Resolve(rt)->node).elem;
     if (unifier_.UnifyElem(le, re)) {
       TypePrinter p(vars_);
-      Diagnostic& error =
-          diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext.str(), rtext.str(), p.Print(le), p.Print(re));
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, "multiply", ltext.str(), rtext.str(),
+                                            p.Print(le), p.Print(re));
       error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     Dim inner_l = vars_.Resolve(Dim::Var(k1)), inner_r = vars_.Resolve(Dim::Var(k2));
     if (auto mismatch = unifier_.UnifyDim(inner_l, inner_r)) {
       TypePrinter p(vars_);
-      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(), p.Print(inner_l),
-                                            p.Print(inner_r));
+      Diagnostic& error = diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(),
+                                            p.Print(inner_l), p.Print(inner_r));
       error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     for (DeferredEquality& eq : unifier_.TakeDeferred()) {
       DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
-      Oblige(goal,
-             [this, ltext, rtext, lspan, rspan, notes, eq](bool refuted) {
-               TypePrinter p(vars_);
-               Diagnostic& error =
-                   refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(), p.Print(eq.lhs),
-                                               p.Print(eq.rhs))
-                           : diagnostics_.Emit(DiagnosticKind::UnprovedDims, lspan, "multiply", ltext.str(), rtext.str(),
-                                               "inner dimensions `" + p.Print(eq.lhs) + "` and `" + p.Print(eq.rhs) +
-                                                   "` may differ");
-               error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
-      error.notes.insert(error.notes.end(), notes.begin(), notes.end());
-             },
-             "the inner dimensions of `@`");
+      Oblige(
+          goal,
+          [this, ltext, rtext, lspan, rspan, notes, eq](bool refuted) {
+            TypePrinter p(vars_);
+            Diagnostic& error =
+                refuted ? diagnostics_.Emit(DiagnosticKind::MatmulInnerDims, lspan, ltext.str(), rtext.str(),
+                                            p.Print(eq.lhs), p.Print(eq.rhs))
+                        : diagnostics_.Emit(
+                              DiagnosticKind::UnprovedDims, lspan, "multiply", ltext.str(), rtext.str(),
+                              "inner dimensions `" + p.Print(eq.lhs) + "` and `" + p.Print(eq.rhs) + "` may differ");
+            error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
+            error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+          },
+          "the inner dimensions of `@`");
     }
     Broadcast batch = BroadcastShapes(unifier_, vars_, lb, rb);
     RecordDeferred(lspan, "the batch dimensions of `@`");
@@ -370,14 +381,21 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
   BinaryTypes kind = BinaryTypes::Arithmetic;
   switch (binary.op) {
     case BinaryOp::Eq:
-    case BinaryOp::Ne: kind = BinaryTypes::Equality; break;
+    case BinaryOp::Ne:
+      kind = BinaryTypes::Equality;
+      break;
     case BinaryOp::Lt:
     case BinaryOp::Le:
     case BinaryOp::Gt:
-    case BinaryOp::Ge: kind = BinaryTypes::Comparison; break;
+    case BinaryOp::Ge:
+      kind = BinaryTypes::Comparison;
+      break;
     case BinaryOp::And:
-    case BinaryOp::Or: kind = BinaryTypes::Logical; break;
-    default: break;
+    case BinaryOp::Or:
+      kind = BinaryTypes::Logical;
+      break;
+    default:
+      break;
   }
   return Elementwise(Verb(binary.op), kind, binary.lhs, lt, binary.rhs, rt, e.span);
 }
@@ -392,7 +410,8 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
   ShapeVarId rest = vars_.NewShapeVar();
   TypeRef pattern = MakeTensor(Elem{t}, Shape{leading, rest, {}});
   if (auto m = unifier_.Unify(pattern, base)) {
-    Shape known = vars_.Resolve(base)->node.index() == 1 ? std::get<TensorType>(vars_.Resolve(base)->node).shape : Shape{};
+    Shape known =
+        vars_.Resolve(base)->node.index() == 1 ? std::get<TensorType>(vars_.Resolve(base)->node).shape : Shape{};
     if (m->kind == Mismatch::Kind::Rank || m->kind == Mismatch::Kind::Rigid) {
       diagnostics_.Emit(DiagnosticKind::TooManyIndices, e.span, btext.str(), known.FixedRank(), index.items.size());
     } else {
@@ -423,16 +442,17 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
         // 0 <= lo <= hi <= axis
         for (auto [a, b] : {std::pair{Dim(), *lo}, std::pair{*lo, *hi}, std::pair{*hi, axis}}) {
           Dim lo_copy = *lo, hi_copy = *hi;
-          Oblige(DimFact{a, Relation::Le, b, item.span},
-                 [this, lo_copy, hi_copy, axis, span = item.span](bool refuted) {
-                   TypePrinter p(vars_);
-                   diagnostics_.Emit(DiagnosticKind::SliceOutOfBounds, span, p.Print(lo_copy) + ":" + p.Print(hi_copy),
-                                     p.Print(axis),
-                                     refuted ? "it is out of bounds"
-                                             : "`0 <= " + p.Print(lo_copy) + " <= " + p.Print(hi_copy) +
-                                                   " <= " + p.Print(axis) + "` is not provable; add a `where` clause");
-                 },
-                 "a slice within bounds");
+          Oblige(
+              DimFact{a, Relation::Le, b, item.span},
+              [this, lo_copy, hi_copy, axis, span = item.span](bool refuted) {
+                TypePrinter p(vars_);
+                diagnostics_.Emit(DiagnosticKind::SliceOutOfBounds, span, p.Print(lo_copy) + ":" + p.Print(hi_copy),
+                                  p.Print(axis),
+                                  refuted ? "it is out of bounds"
+                                          : "`0 <= " + p.Print(lo_copy) + " <= " + p.Print(hi_copy) +
+                                                " <= " + p.Print(axis) + "` is not provable; add a `where` clause");
+              },
+              "a slice within bounds");
         }
         core::Result<Dim> length = core::Sub(*hi, *lo);
         kept.push_back(length ? *length : Dim::Var(vars_.NewSizeVar()));
@@ -479,9 +499,13 @@ TypeRef Checker::Infer(syntax::ExprId id) {
               case syntax::BinaryOp::Lt:
               case syntax::BinaryOp::Le:
               case syntax::BinaryOp::Gt:
-              case syntax::BinaryOp::Ge: result = MakeTensor(Elem{Dtype::Bool}, s); break;
+              case syntax::BinaryOp::Ge:
+                result = MakeTensor(Elem{Dtype::Bool}, s);
+                break;
               case syntax::BinaryOp::And:
-              case syntax::BinaryOp::Or: operand = result = MakeTensor(Elem{Dtype::Bool}, s); break;
+              case syntax::BinaryOp::Or:
+                operand = result = MakeTensor(Elem{Dtype::Bool}, s);
+                break;
               case syntax::BinaryOp::Pipe: {
                 TypeRef a = MakeVar(vars_.NewTypeVar()), b = MakeVar(vars_.NewTypeVar());
                 return MakeFunction({a, MakeFunction(a, b)}, b);
@@ -494,7 +518,8 @@ TypeRef Checker::Infer(syntax::ExprId id) {
                 };
                 return MakeFunction({matrix(m, k), matrix(k, n)}, matrix(m, n));
               }
-              default: break;
+              default:
+                break;
             }
             return MakeFunction({operand, operand}, result);
           },
@@ -502,7 +527,8 @@ TypeRef Checker::Infer(syntax::ExprId id) {
           [&](const Lambda& lambda) -> TypeRef {
             std::size_t mark = env_.Mark();
             std::vector<TypeRef> params;
-            for (syntax::PatternId p : lambda.params) params.push_back(BindPattern(p, MakeVar(vars_.NewTypeVar()), env_, false));
+            for (syntax::PatternId p : lambda.params)
+              params.push_back(BindPattern(p, MakeVar(vars_.NewTypeVar()), env_, false));
             TypeRef body = Infer(lambda.body);
             env_.Reset(mark);
             return MakeFunction(params, body);
@@ -588,7 +614,8 @@ TypeRef Checker::Infer(syntax::ExprId id) {
           [&](const Cast& cast) -> TypeRef {
             TypeRef operand = Infer(cast.operand);
             Shape s = Shape::Spread(vars_.NewShapeVar());
-            Expect(MakeTensor(Elem{vars_.NewElemVar()}, s), operand, ast_->Get(cast.operand).span, "the operand of `cast`");
+            Expect(MakeTensor(Elem{vars_.NewElemVar()}, s), operand, ast_->Get(cast.operand).span,
+                   "the operand of `cast`");
             return MakeTensor(Elem{cast.dtype}, vars_.Resolve(s));
           },
       },

@@ -66,11 +66,16 @@ Verdict DecideAlone(const Dim& lhs, Relation relation, const Dim& rhs) {
       if (NonNegative(*d) == Verdict::Proved && d->ConstantTerm() > 0) return Verdict::Refuted;
       if (NonNegative(*r) == Verdict::Proved && r->ConstantTerm() > 0) return Verdict::Refuted;
       return Verdict::Unknown;
-    case Relation::Ne: return negate(DecideAlone(lhs, Relation::Eq, rhs));
-    case Relation::Le: return NonNegative(*r);
-    case Relation::Ge: return NonNegative(*d);
-    case Relation::Lt: return negate(NonNegative(*d));
-    case Relation::Gt: return negate(NonNegative(*r));
+    case Relation::Ne:
+      return negate(DecideAlone(lhs, Relation::Eq, rhs));
+    case Relation::Le:
+      return NonNegative(*r);
+    case Relation::Ge:
+      return NonNegative(*d);
+    case Relation::Lt:
+      return negate(NonNegative(*d));
+    case Relation::Gt:
+      return negate(NonNegative(*r));
   }
   return Verdict::Unknown;
 }
@@ -78,11 +83,16 @@ Verdict DecideAlone(const Dim& lhs, Relation relation, const Dim& rhs) {
 bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim& rhs) {
   auto flip = [](Relation r) {
     switch (r) {
-      case Relation::Lt: return Relation::Gt;
-      case Relation::Le: return Relation::Ge;
-      case Relation::Gt: return Relation::Lt;
-      case Relation::Ge: return Relation::Le;
-      default: return r;
+      case Relation::Lt:
+        return Relation::Gt;
+      case Relation::Le:
+        return Relation::Ge;
+      case Relation::Gt:
+        return Relation::Lt;
+      case Relation::Ge:
+        return Relation::Le;
+      default:
+        return r;
     }
   };
   std::optional<Dim> goal = Difference(lhs, rhs);
@@ -100,12 +110,18 @@ bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim&
 
 std::string_view Spelling(Relation relation) {
   switch (relation) {
-    case Relation::Eq: return "==";
-    case Relation::Ne: return "!=";
-    case Relation::Lt: return "<";
-    case Relation::Le: return "<=";
-    case Relation::Gt: return ">";
-    case Relation::Ge: return ">=";
+    case Relation::Eq:
+      return "==";
+    case Relation::Ne:
+      return "!=";
+    case Relation::Lt:
+      return "<";
+    case Relation::Le:
+      return "<=";
+    case Relation::Gt:
+      return ">";
+    case Relation::Ge:
+      return ">=";
   }
   return "?";
 }
@@ -118,12 +134,18 @@ namespace {
 
 solver::RelOp ToRelOp(Relation relation) {
   switch (relation) {
-    case Relation::Eq: return solver::RelOp::kEq;
-    case Relation::Ne: return solver::RelOp::kNe;
-    case Relation::Lt: return solver::RelOp::kLt;
-    case Relation::Le: return solver::RelOp::kLe;
-    case Relation::Gt: return solver::RelOp::kGt;
-    case Relation::Ge: return solver::RelOp::kGe;
+    case Relation::Eq:
+      return solver::RelOp::kEq;
+    case Relation::Ne:
+      return solver::RelOp::kNe;
+    case Relation::Lt:
+      return solver::RelOp::kLt;
+    case Relation::Le:
+      return solver::RelOp::kLe;
+    case Relation::Gt:
+      return solver::RelOp::kGt;
+    case Relation::Ge:
+      return solver::RelOp::kGe;
   }
   return solver::RelOp::kEq;
 }
@@ -198,7 +220,8 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
     } else if (inferred) {
       TypePrinter p(vars_);
       diagnostics_.Emit(DiagnosticKind::UndecidedObligation, obligation.goal.span,
-                        "`" + p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs) + "`", current_);
+                        "`" + p.Print(lhs) + " " + std::string(Spelling(relation)) + " " + p.Print(rhs) + "`",
+                        current_);
       def.ok = false;
     } else {
       std::size_t before = diagnostics_.all().size();
@@ -213,8 +236,10 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
           for (SizeVarId v : side.Vars()) {
             const auto& info = vars_.info(v);
             bool noted = false;
-            for (const Note& n : error.notes) noted = noted || (n.span.begin == info.origin.begin && n.span.file == info.origin.file);
-            if (info.origin.valid() && !noted) error.notes.push_back(MakeNote(DiagnosticKind::NoteBoundHere, info.origin, info.name));
+            for (const Note& n : error.notes)
+              noted = noted || (n.span.begin == info.origin.begin && n.span.file == info.origin.file);
+            if (info.origin.valid() && !noted)
+              error.notes.push_back(MakeNote(DiagnosticKind::NoteBoundHere, info.origin, info.name));
           }
         }
       }

@@ -94,7 +94,9 @@ std::string TypePrinter::TypeText(const TypeRef& type, bool parenthesize_functio
       resolved->node);
 }
 
-std::string TypePrinter::Print(const TypeRef& type) { return TypeText(type, false); }
+std::string TypePrinter::Print(const TypeRef& type) {
+  return TypeText(type, false);
+}
 
 std::string TypePrinter::PrintWithClasses(const TypeRef& type) {
   std::string text = Print(type);

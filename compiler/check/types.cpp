@@ -9,17 +9,22 @@ namespace weft::check {
 
 std::string_view Spelling(ElemClass cls) {
   switch (cls) {
-    case ElemClass::None: return "";
-    case ElemClass::Num: return "num";
-    case ElemClass::Float: return "float";
+    case ElemClass::None:
+      return "";
+    case ElemClass::Num:
+      return "num";
+    case ElemClass::Float:
+      return "float";
   }
   return "";
 }
 
 bool InClass(Dtype dtype, ElemClass cls) {
   switch (cls) {
-    case ElemClass::None: return true;
-    case ElemClass::Num: return dtype != Dtype::Bool;
+    case ElemClass::None:
+      return true;
+    case ElemClass::Num:
+      return dtype != Dtype::Bool;
     case ElemClass::Float:
       return dtype == Dtype::F8E4M3 || dtype == Dtype::F8E5M2 || dtype == Dtype::F16 || dtype == Dtype::BF16 ||
              dtype == Dtype::F32 || dtype == Dtype::F64;
@@ -27,11 +32,15 @@ bool InClass(Dtype dtype, ElemClass cls) {
   return false;
 }
 
-TypeRef MakeVar(TypeVarId var) { return std::make_shared<const Type>(Type{VarType{var}}); }
+TypeRef MakeVar(TypeVarId var) {
+  return std::make_shared<const Type>(Type{VarType{var}});
+}
 TypeRef MakeTensor(Elem elem, Shape shape) {
   return std::make_shared<const Type>(Type{TensorType{std::move(elem), std::move(shape)}});
 }
-TypeRef MakeScalar(Dtype dtype) { return MakeTensor(Elem{dtype}, Shape{}); }
+TypeRef MakeScalar(Dtype dtype) {
+  return MakeTensor(Elem{dtype}, Shape{});
+}
 TypeRef MakeFunction(TypeRef param, TypeRef result) {
   return std::make_shared<const Type>(Type{FunctionType{std::move(param), std::move(result)}});
 }
@@ -42,8 +51,12 @@ TypeRef MakeFunction(const std::vector<TypeRef>& params, TypeRef result) {
 TypeRef MakeTuple(std::vector<TypeRef> elements) {
   return std::make_shared<const Type>(Type{TupleType{std::move(elements)}});
 }
-TypeRef MakeString() { return std::make_shared<const Type>(Type{StringType{}}); }
-TypeRef MakeUnit() { return MakeTuple({}); }
+TypeRef MakeString() {
+  return std::make_shared<const Type>(Type{StringType{}});
+}
+TypeRef MakeUnit() {
+  return MakeTuple({});
+}
 
 TypeVarId VarStore::NewTypeVar(std::string name) {
   types_.push_back({nullptr, level_, std::move(name)});

@@ -19,15 +19,22 @@ TypeRef Head(const VarStore& vars, TypeRef type) {
 
 std::string_view KindName(const TypeRef& type) {
   switch (type->node.index()) {
-    case 0: return "a type variable";
-    case 1: return "a tensor";
-    case 2: return "a function";
-    case 3: return "a tuple";
-    default: return "a string";
+    case 0:
+      return "a type variable";
+    case 1:
+      return "a tensor";
+    case 2:
+      return "a function";
+    case 3:
+      return "a tuple";
+    default:
+      return "a string";
   }
 }
 
-bool Flexible(const VarStore& vars, SizeVarId var) { return vars.info(var).kind == VarKind::Flexible; }
+bool Flexible(const VarStore& vars, SizeVarId var) {
+  return vars.info(var).kind == VarKind::Flexible;
+}
 
 }  // namespace
 
@@ -45,13 +52,16 @@ std::string Unifier::Show(const Shape& shape) const {
   for (const Dim& d : s.before) out += (std::exchange(first, false) ? "" : ", ") + Show(d);
   if (s.spread) {
     const std::string& name = vars_.info(*s.spread).name;
-    out += (std::exchange(first, false) ? ".." : ", ..") + (name.empty() ? "s" + std::to_string(s.spread->index) : name);
+    out +=
+        (std::exchange(first, false) ? ".." : ", ..") + (name.empty() ? "s" + std::to_string(s.spread->index) : name);
   }
   for (const Dim& d : s.after) out += (std::exchange(first, false) ? "" : ", ") + Show(d);
   return out + "]";
 }
 
-std::vector<DeferredEquality> Unifier::TakeDeferred() { return std::exchange(deferred_, {}); }
+std::vector<DeferredEquality> Unifier::TakeDeferred() {
+  return std::exchange(deferred_, {});
+}
 
 bool Unifier::Occurs(TypeVarId var, const TypeRef& type) const {
   FreeVars free;
@@ -137,8 +147,8 @@ std::optional<Mismatch> Unifier::UnifyElem(const Elem& a, const Elem& b) {
   Elem y = vars_.Resolve(b);
   if (!x.is_var() && !y.is_var()) {
     if (x.dtype() == y.dtype()) return std::nullopt;
-    return Mismatch{Mismatch::Kind::Dtype, "`" + std::string(Spelling(x.dtype())) + "` and `" +
-                                               std::string(Spelling(y.dtype())) + "` differ"};
+    return Mismatch{Mismatch::Kind::Dtype,
+                    "`" + std::string(Spelling(x.dtype())) + "` and `" + std::string(Spelling(y.dtype())) + "` differ"};
   }
   if (!x.is_var()) std::swap(x, y);
   if (y.is_var() && x.var() == y.var()) return std::nullopt;
@@ -199,8 +209,8 @@ std::optional<Mismatch> Unifier::BindShape(ShapeVarId var, const Shape& shape) {
     return Mismatch{Mismatch::Kind::Occurs, "`.." + vars_.info(var).name + "` would contain itself"};
   }
   if (vars_.info(var).kind != VarKind::Flexible) {
-    return Mismatch{Mismatch::Kind::Rigid, "the shape `.." + vars_.info(var).name + "` of the signature is not `" +
-                                               Show(s) + "`"};
+    return Mismatch{Mismatch::Kind::Rigid,
+                    "the shape `.." + vars_.info(var).name + "` of the signature is not `" + Show(s) + "`"};
   }
   LowerLevels(s, vars_.info(var).level);
   vars_.info(var).binding = s;

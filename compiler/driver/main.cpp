@@ -11,8 +11,8 @@
 
 #include <llvm/Config/llvm-config.h>
 
-#include "diagnostics/render.h"
 #include "check/check.h"
+#include "diagnostics/render.h"
 #include "driver/layout_command.h"
 #include "driver/options.h"
 #include "syntax/parser.h"

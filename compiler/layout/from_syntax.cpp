@@ -1,6 +1,6 @@
 // Evaluating layout ASTs; see from_syntax.h.
-#include "base/overloaded.h"
 #include "layout/from_syntax.h"
+#include "base/overloaded.h"
 
 #include <cstdlib>
 #include <variant>
@@ -9,7 +9,6 @@
 
 namespace weft::layout {
 namespace {
-
 
 IntTuple FromTree(const syntax::IntTree& tree) {
   if (tree.leaf) return IntTuple(tree.value);

@@ -6,7 +6,6 @@
 namespace weft::syntax {
 namespace {
 
-
 class Dumper {
  public:
   explicit Dumper(const Ast& ast) : ast_(ast) {}
@@ -65,9 +64,7 @@ class Dumper {
             [&](std::monostate) -> std::string { WEFT_INTERNAL_ERROR("empty expression node"); },
             [&](const expr::IntLit& x) { return "(int " + std::to_string(x.value) + ")"; },
             [&](const expr::FloatLit& x) { return "(float " + x.text + ")"; },
-            [&](const expr::StringLit& x) {
-              return "(string " + QuoteString(x.value) + ")";
-            },
+            [&](const expr::StringLit& x) { return "(string " + QuoteString(x.value) + ")"; },
             [&](const expr::BoolLit& x) { return std::string(x.value ? "(bool true)" : "(bool false)"); },
             [&](const expr::Var& x) { return "(var " + x.name + ")"; },
             [&](const expr::OperatorRef& x) { return "(operator " + std::string(Spelling(x.op)) + ")"; },

@@ -517,7 +517,8 @@ x3::rule<class def_name_id, Iterator> const def_name = "a name for the definitio
 x3::rule<class kernel_name_id, Iterator> const kernel_name = "a name for the kernel";
 x3::rule<class def_eq_id> const def_eq = "a parameter, `:`, `where` or `=`";
 x3::rule<class def_tail_id, std::vector<WhereItem>> const def_tail = "a parameter, `:`, `where` or `=`";
-x3::rule<class where_eq_id> const where_eq = "`,` and another condition, or `=` (a class constrains an element type: `'t : num`)";
+x3::rule<class where_eq_id> const where_eq =
+    "`,` and another condition, or `=` (a class constrains an element type: `'t : num`)";
 x3::rule<class kernel_grid_id> const kernel_grid = "a parameter, `where` or `grid`";
 x3::rule<class kernel_threads_id> const kernel_threads = "`threads` after the kernel's grid";
 x3::rule<class kernel_eq_id> const kernel_eq = "`=` before the kernel's body";
@@ -1072,8 +1073,8 @@ auto const where_items_def = where_item >> *(kw(TK::Comma) > where_item);
 auto const class_name_def = tk(TK::Identifier);
 auto const size_binders_def = x3::omit[lbracket] > size_binder > *(kw(TK::Comma) > size_binder) > close_bracket;
 auto const size_binder_def = tk(TK::Identifier);
-auto const def_decl_def = spanned[(kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) >
-                                   def_tail > expr)[make_def]];
+auto const def_decl_def =
+    spanned[(kw(TK::Def) > def_name > -size_binders > *param > -(kw(TK::Colon) > type) > def_tail > expr)[make_def]];
 auto const def_name_def = tk(TK::Identifier);
 auto const def_eq_def = kw(TK::Equal);
 auto const where_eq_def = kw(TK::Equal);
@@ -1114,8 +1115,9 @@ BOOST_SPIRIT_DEFINE(dim, dim_add, dim_mul, dim_atom)
 BOOST_SPIRIT_DEFINE(pattern, pattern_tail, param, out_name, out_colon)
 BOOST_SPIRIT_DEFINE(layout_expr, layout_unit, compose_word, layout_int, swizzle, swizzle_word, swizzle_args,
                     layout_call, layout_args, tiler, layout_term, layout_primary, int_tree, int_tree_list)
-BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, size_binder, where_eq, def_tail, def_decl, def_name, def_eq, kernel_decl,
-                    kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl, import_target, decl)
+BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, size_binder, where_eq, def_tail, def_decl,
+                    def_name, def_eq, kernel_decl, kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl,
+                    import_target, decl)
 BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop, with_pipeline,
                     eq_pipeline, do_pipeline, close_paren, close_bracket)
 

@@ -2,8 +2,8 @@
 // `loop`, `pipeline`; 1 to 7 for binary operators; 8 prefix `-`; 9 application and `cast`;
 // 10 postfix indexing; 11 atoms), and a sub-expression is parenthesized when its level is below
 // what its position requires. Open constructs are parenthesized everywhere but in tail positions.
-#include "base/overloaded.h"
 #include "syntax/printer.h"
+#include "base/overloaded.h"
 
 #include "diagnostics/diagnostic.h"
 
@@ -15,7 +15,6 @@ constexpr int kPrefix = 8;
 constexpr int kApply = 9;
 constexpr int kPostfix = 10;
 constexpr int kAtom = 11;
-
 
 }  // namespace
 
@@ -68,26 +67,28 @@ class Printer {
   }
 
   std::string DeclText(const Decl& decl) {
-    return std::visit(
-        Overloaded{
-            [&](const Def& def) {
-              std::string out = "def " + def.name.text;
-              if (!def.size_binders.empty()) {
-                out += " [" + Join(def.size_binders, ", ", [](const Name& n) { return n.text; }) + "]";
-              }
-              out += Params(def.params);
-              if (def.result) out += " : " + TypeText(def.result);
-              out += Where(def.where);
-              return out + " =\n  " + Indented(def.body);
-            },
-            [&](const KernelDecl& kernel) {
-              std::string out = "kernel " + kernel.name.text + Params(kernel.params) + Where(kernel.where);
-              out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
-              return out + " =\n  " + Indented(kernel.body);
-            },
-            [&](const Import& import) { return "import " + (import.is_path ? QuoteString(import.target) : import.target); },
-        },
-        decl.node);
+    return std::visit(Overloaded{
+                          [&](const Def& def) {
+                            std::string out = "def " + def.name.text;
+                            if (!def.size_binders.empty()) {
+                              out += " [" + Join(def.size_binders, ", ", [](const Name& n) { return n.text; }) + "]";
+                            }
+                            out += Params(def.params);
+                            if (def.result) out += " : " + TypeText(def.result);
+                            out += Where(def.where);
+                            return out + " =\n  " + Indented(def.body);
+                          },
+                          [&](const KernelDecl& kernel) {
+                            std::string out =
+                                "kernel " + kernel.name.text + Params(kernel.params) + Where(kernel.where);
+                            out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
+                            return out + " =\n  " + Indented(kernel.body);
+                          },
+                          [&](const Import& import) {
+                            return "import " + (import.is_path ? QuoteString(import.target) : import.target);
+                          },
+                      },
+                      decl.node);
   }
 
   std::string Params(const std::vector<Param>& params) {
@@ -287,9 +288,9 @@ class Printer {
                                    "," + std::to_string(swizzle.shift) + ">";
                           },
                           [&](const layout::Tiler& tiler) {
-              return "<" + Join(tiler.modes, ", ", [&](LayoutId a) { return LayoutText(a); }) + ">";
-            },
-            [&](const layout::Call& call) {
+                            return "<" + Join(tiler.modes, ", ", [&](LayoutId a) { return LayoutText(a); }) + ">";
+                          },
+                          [&](const layout::Call& call) {
                             return call.function.text + "(" +
                                    Join(call.args, ", ", [&](LayoutId a) { return LayoutText(a); }) + ")";
                           },

@@ -18,8 +18,12 @@ struct Fixture {
   std::string Show(const Dim& d) { return TypePrinter(vars).Print(d); }
 };
 
-Dim V(SizeVarId v) { return Dim::Var(v); }
-Dim C(std::int64_t c) { return Dim::Constant(c); }
+Dim V(SizeVarId v) {
+  return Dim::Var(v);
+}
+Dim C(std::int64_t c) {
+  return Dim::Constant(c);
+}
 
 TEST_CASE("a flexible size is bound to the other side", "[unify]") {
   Fixture f;
