@@ -344,17 +344,21 @@ void Checker::CheckFile(const syntax::Ast& ast, std::vector<CheckedDef>* own) {
     const syntax::Name& name = std::holds_alternative<syntax::Def>(decl.node)
                                    ? std::get<syntax::Def>(decl.node).name
                                    : std::get<syntax::KernelDecl>(decl.node).name;
+    bool duplicate = false;
     if (auto it = seen.find(name.text); it != seen.end()) {
       Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DuplicateDefinition, name.span, name.text);
-      error.notes.push_back(MakeNote(DiagnosticKind::NoteDefinedHere, it->second, name.text));
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteFirstDefined, it->second, name.text));
+      duplicate = true;
     }
     seen.emplace(name.text, name.span);
     defined_below_.erase(name.text);
+    std::size_t before = own ? own->size() : 0;
     if (const auto* def = std::get_if<syntax::Def>(&decl.node)) {
       CheckDef(decl, *def, own);
     } else {
       CheckKernel(decl, std::get<syntax::KernelDecl>(decl.node), own);
     }
+    if (duplicate && own && own->size() > before) own->back().ok = false;
   }
 }
 

@@ -59,21 +59,25 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
     TypeRef head = HeadOf(vars_, f);
     if (std::holds_alternative<VarType>(head->node)) {
       TypeRef result = MakeVar(vars_.NewTypeVar());
-      unifier_.Unify(head, MakeFunction(arg_type, result));
+      if (!Expect(head, MakeFunction(arg_type, result), callee.span, "applying `" + name + "`")) {
+        return MakeVar(vars_.NewTypeVar());
+      }
       f = result;
       continue;
     }
     const auto* function = std::get_if<FunctionType>(&head->node);
     if (!function) {
       TypePrinter p(vars_);
-      diagnostics_.Emit(DiagnosticKind::NotAFunction, i == 0 ? callee.span : e.span, name, p.Print(head));
+      diagnostics_.Emit(DiagnosticKind::NotAFunction, i == 0 ? callee.span : e.span,
+                        name == "the function" ? std::string("this expression") : "`" + name + "`", p.Print(head));
       return MakeVar(vars_.NewTypeVar());
     }
     if (auto m = unifier_.Unify(function->param, arg_type)) {
       unifier_.TakeDeferred();
+      // The argument first, so that the program's own size names win over the callee's.
       TypePrinter printer(vars_);
-      std::string param_text = printer.Print(function->param);
       std::string arg_text = printer.Print(arg_type);
+      std::string param_text = printer.Print(function->param);
       diagnostics_.Emit(DiagnosticKind::ArgumentMismatch, ast_->Get(arg).span, i + 1, name, arg_text,
                         "`" + name + "` takes `" + param_text + "`: " + m->message);
       return MakeVar(vars_.NewTypeVar());
@@ -208,7 +212,8 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
   // Further arguments apply to the result, which is a tensor: an error.
   if (apply.args.size() > used) {
     Span applied = ast_->Get(apply.callee).span.To(ast_->Get(apply.args[used - 1]).span);
-    diagnostics_.Emit(DiagnosticKind::NotAFunction, e.span, sources_.Text(applied), TypePrinter(vars_).Print(result));
+    diagnostics_.Emit(DiagnosticKind::NotAFunction, e.span, "`" + std::string(sources_.Text(applied)) + "`",
+                      TypePrinter(vars_).Print(result));
     for (std::size_t i = used; i < apply.args.size(); ++i) Infer(apply.args[i]);
   }
   return result;

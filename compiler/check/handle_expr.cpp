@@ -223,7 +223,7 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
   for (auto [type, shape, where] : {std::tuple{lt, ls, lspan}, std::tuple{rt, rs, rspan}}) {
     std::optional<Mismatch> m = unifier_.Unify(MakeTensor(Elem{vars_.NewElemVar()}, shape), type);
     if (m) {
-      diagnostics_.Emit(DiagnosticKind::TypeMismatch, where, "an operand of `" + std::string(verb) + "`", "a tensor",
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, where, "an operand of `" + std::string(verb) + "`", "'a[..s]",
                         printer.Print(type), "");
       return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
     }
@@ -412,10 +412,12 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
   if (auto m = unifier_.Unify(pattern, base)) {
     Shape known =
         vars_.Resolve(base)->node.index() == 1 ? std::get<TensorType>(vars_.Resolve(base)->node).shape : Shape{};
-    if (m->kind == Mismatch::Kind::Rank || m->kind == Mismatch::Kind::Rigid) {
+    if (!known.Known() && known.before.size() < index.items.size()) {
+      diagnostics_.Emit(DiagnosticKind::UnknownLeadingAxes, e.span, btext.str(), index.items.size());
+    } else if (m->kind == Mismatch::Kind::Rank || m->kind == Mismatch::Kind::Rigid) {
       diagnostics_.Emit(DiagnosticKind::TooManyIndices, e.span, btext.str(), known.FixedRank(), index.items.size());
     } else {
-      diagnostics_.Emit(DiagnosticKind::TypeMismatch, bspan, "indexing", "a tensor", btext.str(), "");
+      diagnostics_.Emit(DiagnosticKind::TypeMismatch, bspan, "indexing", "'a[..s]", btext.str(), "");
     }
     return MakeVar(vars_.NewTypeVar());
   }
@@ -489,7 +491,8 @@ TypeRef Checker::Infer(syntax::ExprId id) {
           },
           [&](const OperatorRef& ref) -> TypeRef {
             // An operator as a function: operands of one shape (broadcasting needs both operands).
-            ElemVarId t = vars_.NewElemVar(ElemClass::Num);
+            bool equality = ref.op == syntax::BinaryOp::Eq || ref.op == syntax::BinaryOp::Ne;
+            ElemVarId t = vars_.NewElemVar(equality ? ElemClass::None : ElemClass::Num);
             Shape s = Shape::Spread(vars_.NewShapeVar());
             TypeRef operand = MakeTensor(Elem{t}, s);
             TypeRef result = operand;

@@ -79,7 +79,9 @@ std::string TypePrinter::TypeText(const TypeRef& type, bool parenthesize_functio
           if (scalar && !node.elem.is_var()) return elem;
           return elem + Print(node.shape);
         } else if constexpr (std::is_same_v<T, FunctionType>) {
-          std::string text = TypeText(node.param, true) + " -> " + TypeText(node.result, false);
+          // Named in order of appearance: the parameter before the result (`+` would not say which first).
+          std::string param = TypeText(node.param, true);
+          std::string text = param + " -> " + TypeText(node.result, false);
           return parenthesize_function ? "(" + text + ")" : text;
         } else if constexpr (std::is_same_v<T, TupleType>) {
           std::string out = "(";

@@ -190,10 +190,13 @@ std::optional<Mismatch> Unifier::UnifyDim(const Dim& a, const Dim& b) {
       if (term.monomial.size() != 1 || term.monomial[0].power != 1) continue;
       const core::Atom& atom = term.monomial[0].atom;
       if (atom.kind != core::AtomKind::kVar || !Flexible(vars_, atom.var)) continue;
-      if (term.coefficient != 1 && term.coefficient != -1) continue;
+      // c*v + rest == 0 has the one solution v = -rest / c when c divides every coefficient of rest.
       core::Result<Dim> rest = core::Sub(*difference, *(core::Result<Dim>(Dim::Var(atom.var)) * term.coefficient));
       if (!rest || rest->Mentions(atom.var)) continue;
-      core::Result<Dim> solution = term.coefficient == 1 ? core::Neg(*rest) : core::Result<Dim>(*rest);
+      core::Result<Dim> negated = core::Neg(*rest);
+      if (!negated) continue;
+      std::int64_t c = term.coefficient;
+      std::optional<Dim> solution = c > 0 ? core::DivExact(*negated, c) : core::DivExact(*rest, -c);
       if (!solution) continue;
       return BindSize(atom.var, *solution);
     }

@@ -1,8 +1,8 @@
 // Unification of types, element types, shapes and dims, and NumPy-style broadcasting of shapes.
 //
 // Dims unify syntactically in their normal form: equal polynomials unify; a flexible size variable
-// is bound to the other side; an equation linear in one flexible variable with coefficient 1 or -1
-// is solved for it (`m + 1 ~ n` binds m := n - 1). Whatever is left (`2*n ~ 2*n + 1`, equations
+// is bound to the other side; an equation linear in one flexible variable is solved for it when the
+// solution is a polynomial (`m + 1 ~ n` binds m := n - 1, `64*k ~ 128` binds k := 2). Whatever is left (`2*n ~ 2*n + 1`, equations
 // over rigid sizes) is not decided here: it is recorded as a deferred equality, which the checker
 // turns into an obligation for the solver with the source location at hand.
 //
