@@ -214,7 +214,9 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   scope.new_sizes = in_main_ ? VarKind::Runtime : VarKind::Flexible;
   TypeRef body = Infer(def.body);
   if (result) Expect(result, body, ast_->Get(def.body).span, "the body of `" + def.name.text + "`");
-  RetryBroadcasts(true);
+  // An ambiguous broadcast after another error in this definition is usually its echo (an unknown
+  // name has an unknown rank): report it only when it is the first problem.
+  RetryBroadcasts(/*report=*/diagnostics_.error_count() == errors_before);
   for (auto& check : std::exchange(late_, {})) check();
   TypeRef type = MakeFunction(params, result ? result : body);
 

@@ -126,7 +126,8 @@ class Checker {
   // `p / d` obliges `p % d == 0` (language.md, Types).
   void ObligeDivisible(const Dim& p, std::int64_t d, Span span);
   void Discharge(CheckedDef& def, bool has_params);
-  void RetryBroadcasts(bool final);
+  // Retries ambiguous broadcasts until no progress; reports the rest when `report`, then drops them.
+  void RetryBroadcasts(bool report);
 
   SourceManager& sources_;
   Diagnostics& diagnostics_;

@@ -1,5 +1,7 @@
 // Inference of expressions: one case per AST node kind; see check.h for the whole algorithm.
 #include <algorithm>
+
+#include <llvm/ADT/StringRef.h>
 #include "base/overloaded.h"
 
 #include "check/checker.h"
@@ -27,22 +29,6 @@ std::string_view Verb(syntax::BinaryOp op) {
   }
 }
 
-// Edit distance, for "did you mean".
-std::size_t Distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t next = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = row[j];
-      row[j] = next;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 void Checker::UnknownName(const std::string& name, Span span) {
@@ -55,10 +41,13 @@ void Checker::UnknownName(const std::string& name, Span span) {
   env_.Names(names);
   for (const auto& [global, binding] : globals_) names.push_back(global);
   for (const auto& [builtin, binding] : builtins_) names.push_back(builtin);
+  // "Did you mean": the closest name within a third of the name's length (two letters swapped
+  // count as two edits); none for names shorter than three letters, where anything is close.
   std::string best;
-  std::size_t best_distance = std::max<std::size_t>(1, name.size() / 3) + 1;
+  unsigned best_distance = static_cast<unsigned>((name.size() + 2) / 3) + 1;
   for (const std::string& candidate : names) {
-    std::size_t d = Distance(name, candidate);
+    if (name.size() < 3) break;
+    unsigned d = llvm::StringRef(name).edit_distance(candidate, true, best_distance);
     if (d < best_distance) {
       best_distance = d;
       best = candidate;

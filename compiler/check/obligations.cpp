@@ -248,7 +248,7 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
   obligations_.clear();
 }
 
-void Checker::RetryBroadcasts(bool final) {
+void Checker::RetryBroadcasts(bool report) {
   bool progress = true;
   while (progress && !pending_.empty()) {
     progress = false;
@@ -263,10 +263,10 @@ void Checker::RetryBroadcasts(bool final) {
       break;
     }
   }
-  if (final) {
+  if (report) {
     for (PendingBroadcast& p : pending_) p.report_ambiguous();
-    pending_.clear();
   }
+  pending_.clear();
 }
 
 }  // namespace weft::check

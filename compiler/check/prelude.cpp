@@ -81,6 +81,7 @@ void Checker::LoadPrelude() {
     binding.scheme = Generalize(type);
     builtins_.emplace(spec.name, std::move(binding));
   }
+  obligations_.clear();  // the prelude's own dims are non-negative by construction
 }
 
 }  // namespace weft::check
