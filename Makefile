@@ -35,11 +35,12 @@ build-fuzz: deps
 run: build-release
 	./build/release/compiler/driver/weft check $(EXAMPLE)
 
-# Build the dev preset and the fuzz harness, run unit + lit tests under the sanitizers, then fuzz the
-# parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build and test times at the end.
+# Check the formatting, build the dev preset and the fuzz harnesses, run unit + lit tests under the
+# sanitizers, then fuzz the parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build
+# and test times at the end.
 test:
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory build-dev build-fuzz || exit 1; \
+	$(MAKE) --no-print-directory format-check build-dev build-fuzz || exit 1; \
 	built=$$(date +%s); \
 	ctest --preset dev -j2 || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS) || exit 1; \
@@ -58,7 +59,7 @@ bench-check: build-release
 format:
 	git ls-files '*.h' '*.cpp' | xargs clang-format -i
 
-format-check:
+format-check: deps
 	git ls-files '*.h' '*.cpp' | xargs clang-format --dry-run --Werror && echo 'format-check: all files formatted'
 
 clean:

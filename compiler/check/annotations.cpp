@@ -88,13 +88,14 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
       // Every dimension is >= 0 (language.md: `f32[n - 5]` obliges `n >= 5`).
       if (d) {
         Span span = item.span;
-        Oblige(DimFact{value, Relation::Ge, Dim(), span},
-               [this, value, span](bool refuted) {
-                 std::string text = TypePrinter(vars_).Print(value);
-                 diagnostics_.Emit(DiagnosticKind::NegativeDim, span, text,
-                                   refuted ? " is negative" : " may be negative: add `where " + text + " >= 0`");
-               },
-               "a dimension that is not negative");
+        Oblige(
+            DimFact{value, Relation::Ge, Dim(), span},
+            [this, value, span](bool refuted) {
+              std::string text = TypePrinter(vars_).Print(value);
+              diagnostics_.Emit(DiagnosticKind::NegativeDim, span, text,
+                                refuted ? " is negative" : " may be negative: add `where " + text + " >= 0`");
+            },
+            "a dimension that is not negative");
       }
     }
     // i4 and u4 are packed two to a byte: their last axis is even.
@@ -102,13 +103,14 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
         !shape.before.empty() && !shape.spread) {
       Dim last = shape.before.back();
       Dtype dtype = *tensor->elem.dtype;
-      Oblige(DimFact{*core::Mod(last, 2), Relation::Eq, Dim(), t.span},
-             [this, last, dtype, span = t.span](bool refuted) {
-               std::string text = TypePrinter(vars_).Print(last);
-               diagnostics_.Emit(DiagnosticKind::PackedOddAxis, span, Spelling(dtype), text,
-                                 refuted ? "is odd" : "may be odd: add `where " + text + " % 2 == 0`");
-             },
-             "an even last axis of a packed tensor");
+      Oblige(
+          DimFact{*core::Mod(last, 2), Relation::Eq, Dim(), t.span},
+          [this, last, dtype, span = t.span](bool refuted) {
+            std::string text = TypePrinter(vars_).Print(last);
+            diagnostics_.Emit(DiagnosticKind::PackedOddAxis, span, Spelling(dtype), text,
+                              refuted ? "is odd" : "may be odd: add `where " + text + " % 2 == 0`");
+          },
+          "an even last axis of a packed tensor");
     }
     return MakeTensor(elem, shape);
   }

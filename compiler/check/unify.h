@@ -2,9 +2,9 @@
 //
 // Dims unify syntactically in their normal form: equal polynomials unify; a flexible size variable
 // is bound to the other side; an equation linear in one flexible variable is solved for it when the
-// solution is a polynomial (`m + 1 ~ n` binds m := n - 1, `64*k ~ 128` binds k := 2). Whatever is left (`2*n ~ 2*n + 1`, equations
-// over rigid sizes) is not decided here: it is recorded as a deferred equality, which the checker
-// turns into an obligation for the solver with the source location at hand.
+// solution is a polynomial (`m + 1 ~ n` binds m := n - 1, `64*k ~ 128` binds k := 2). Whatever is left (`2*n ~ 2*n +
+// 1`, equations over rigid sizes) is not decided here: it is recorded as a deferred equality, which the checker turns
+// into an obligation for the solver with the source location at hand.
 //
 // Shapes with shape variables unify by stripping the dims they share at the front and at the back,
 // then binding a shape variable to what remains on the other side (a fresh variable covers the case
