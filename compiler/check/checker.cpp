@@ -90,7 +90,9 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
   for (ShapeVarId v : scheme.quantified.shapes)
     map.shapes[v] = vars_.NewShapeVar(VarKind::Flexible, vars_.info(v).name);
   for (SizeVarId v : scheme.quantified.sizes) {
-    map.sizes[v] = Dim::Var(vars_.NewSizeVar(in_main_ ? VarKind::Runtime : VarKind::Flexible, vars_.info(v).name));
+    // Flexible even in `main`: a call's sizes unify with its arguments'; what stays undecided there
+    // becomes a run-time check when the obligations are discharged.
+    map.sizes[v] = Dim::Var(vars_.NewSizeVar(VarKind::Flexible, vars_.info(v).name));
   }
   for (const DimFact& fact : scheme.where) {
     DimFact goal{SubstDim(vars_, fact.lhs, map), fact.relation, SubstDim(vars_, fact.rhs, map), call};

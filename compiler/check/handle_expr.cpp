@@ -75,8 +75,10 @@ void Checker::ObligeDivisible(const Dim& p, std::int64_t d, Span span) {
       DimFact{*core::Mod(p, d), Relation::Eq, Dim(), span},
       [this, p, d, span](bool refuted) {
         std::string text = TypePrinter(vars_).Print(p);
+        // `(n + 4) % 4`, not `n + 4 % 4`.
+        std::string operand = vars_.Resolve(p).terms().size() > 1 ? "(" + text + ")" : text;
         diagnostics_.Emit(DiagnosticKind::NonExactDivision, span, text, d,
-                          refuted ? "" : ": add `where " + text + " % " + std::to_string(d) + " == 0`");
+                          refuted ? "" : ": add `where " + operand + " % " + std::to_string(d) + " == 0`");
       },
       "an exact division");
 }
