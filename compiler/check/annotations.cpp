@@ -89,7 +89,7 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
       if (d) {
         Span span = item.span;
         Oblige(
-            DimFact{value, Relation::Ge, Dim(), span},
+            DimFact{value, Relation::kGe, Dim(), span},
             [this, value, span](bool refuted) {
               std::string text = TypePrinter(vars_).Print(value);
               diagnostics_.Emit(DiagnosticKind::NegativeDim, span, text,
@@ -104,7 +104,7 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
       Dim last = shape.before.back();
       Dtype dtype = *tensor->elem.dtype;
       Oblige(
-          DimFact{*core::Mod(last, 2), Relation::Eq, Dim(), t.span},
+          DimFact{*core::Mod(last, 2), Relation::kEq, Dim(), t.span},
           [this, last, dtype, span = t.span](bool refuted) {
             std::string text = TypePrinter(vars_).Print(last);
             diagnostics_.Emit(DiagnosticKind::PackedOddAxis, span, Spelling(dtype), text,
@@ -134,27 +134,27 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
 std::optional<DimFact> Checker::WhereFact(syntax::ExprId condition) {
   const syntax::Expr& e = ast_->Get(condition);
   const auto* binary = std::get_if<syntax::expr::Binary>(&e.node);
-  Relation relation = Relation::Eq;
+  Relation relation = Relation::kEq;
   bool comparison = binary != nullptr;
   if (binary) {
     switch (binary->op) {
       case syntax::BinaryOp::Eq:
-        relation = Relation::Eq;
+        relation = Relation::kEq;
         break;
       case syntax::BinaryOp::Ne:
-        relation = Relation::Ne;
+        relation = Relation::kNe;
         break;
       case syntax::BinaryOp::Lt:
-        relation = Relation::Lt;
+        relation = Relation::kLt;
         break;
       case syntax::BinaryOp::Le:
-        relation = Relation::Le;
+        relation = Relation::kLe;
         break;
       case syntax::BinaryOp::Gt:
-        relation = Relation::Gt;
+        relation = Relation::kGt;
         break;
       case syntax::BinaryOp::Ge:
-        relation = Relation::Ge;
+        relation = Relation::kGe;
         break;
       default:
         comparison = false;

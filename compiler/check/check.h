@@ -22,13 +22,14 @@
 #include "base/source.h"
 #include "check/types.h"
 #include "diagnostics/diagnostic.h"
+#include "solver/solver.h"
 #include "syntax/ast.h"
 
 namespace weft::check {
 
-// A relation between dims, as in a `where` clause or an obligation.
-enum class Relation { Eq, Ne, Lt, Le, Gt, Ge };
-std::string_view Spelling(Relation relation);
+// A relation between dims, as in a `where` clause or an obligation: the solver's, so that facts and
+// goals go to Z3 as they are.
+using Relation = solver::RelOp;
 
 struct DimFact {
   Dim lhs;

@@ -155,7 +155,7 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
           if (auto product = core::Mul(after, d)) after = *product;
         }
         Oblige(
-            DimFact{before, Relation::Eq, after, span},
+            DimFact{before, Relation::kEq, after, span},
             [this, from_text, to_text, before, after, span](bool refuted) {
               TypePrinter p(vars_);
               diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),

@@ -72,7 +72,7 @@ std::vector<Note> Checker::OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs) 
 
 void Checker::ObligeDivisible(const Dim& p, std::int64_t d, Span span) {
   Oblige(
-      DimFact{*core::Mod(p, d), Relation::Eq, Dim(), span},
+      DimFact{*core::Mod(p, d), Relation::kEq, Dim(), span},
       [this, p, d, span](bool refuted) {
         std::string text = TypePrinter(vars_).Print(p);
         // `(n + 4) % 4`, not `n + 4 % 4`.
@@ -86,7 +86,7 @@ void Checker::ObligeDivisible(const Dim& p, std::int64_t d, Span span) {
 void Checker::RecordDeferred(Span span, std::string_view context) {
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
     std::string what(context);
-    DimFact goal{eq.lhs, Relation::Eq, eq.rhs, span};
+    DimFact goal{eq.lhs, Relation::kEq, eq.rhs, span};
     Oblige(
         goal,
         [this, goal, what](bool refuted) {
@@ -262,7 +262,7 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
     error.notes.insert(error.notes.end(), notes.begin(), notes.end());
   };
   for (DeferredEquality& eq : unifier_.TakeDeferred()) {
-    DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
+    DimFact goal{eq.lhs, Relation::kEq, eq.rhs, lspan};
     Oblige(
         goal, [report_shapes, eq](bool refuted) { report_shapes(refuted, eq.lhs, eq.rhs); }, what);
   }
@@ -337,7 +337,7 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
     }
     for (DeferredEquality& eq : unifier_.TakeDeferred()) {
-      DimFact goal{eq.lhs, Relation::Eq, eq.rhs, lspan};
+      DimFact goal{eq.lhs, Relation::kEq, eq.rhs, lspan};
       Oblige(
           goal,
           [this, ltext, rtext, lspan, rspan, notes, eq](bool refuted) {
@@ -436,7 +436,7 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
         for (auto [a, b] : {std::pair{Dim(), *lo}, std::pair{*lo, *hi}, std::pair{*hi, axis}}) {
           Dim lo_copy = *lo, hi_copy = *hi;
           Oblige(
-              DimFact{a, Relation::Le, b, item.span},
+              DimFact{a, Relation::kLe, b, item.span},
               [this, lo_copy, hi_copy, axis, span = item.span](bool refuted) {
                 TypePrinter p(vars_);
                 diagnostics_.Emit(DiagnosticKind::SliceOutOfBounds, span, p.Print(lo_copy) + ":" + p.Print(hi_copy),

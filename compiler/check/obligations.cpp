@@ -59,22 +59,22 @@ Verdict DecideAlone(const Dim& lhs, Relation relation, const Dim& rhs) {
     return v == Verdict::Proved ? Verdict::Refuted : v == Verdict::Refuted ? Verdict::Proved : Verdict::Unknown;
   };
   switch (relation) {
-    case Relation::Eq:
+    case Relation::kEq:
       if (d->IsZero()) return Verdict::Proved;
       if (d->AsConstant()) return Verdict::Refuted;
       // `2*n + 1 == 0`: all coefficients positive and a positive constant cannot be zero.
       if (NonNegative(*d) == Verdict::Proved && d->ConstantTerm() > 0) return Verdict::Refuted;
       if (NonNegative(*r) == Verdict::Proved && r->ConstantTerm() > 0) return Verdict::Refuted;
       return Verdict::Unknown;
-    case Relation::Ne:
-      return negate(DecideAlone(lhs, Relation::Eq, rhs));
-    case Relation::Le:
+    case Relation::kNe:
+      return negate(DecideAlone(lhs, Relation::kEq, rhs));
+    case Relation::kLe:
       return NonNegative(*r);
-    case Relation::Ge:
+    case Relation::kGe:
       return NonNegative(*d);
-    case Relation::Lt:
+    case Relation::kLt:
       return negate(NonNegative(*d));
-    case Relation::Gt:
+    case Relation::kGt:
       return negate(NonNegative(*r));
   }
   return Verdict::Unknown;
@@ -83,14 +83,14 @@ Verdict DecideAlone(const Dim& lhs, Relation relation, const Dim& rhs) {
 bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim& rhs) {
   auto flip = [](Relation r) {
     switch (r) {
-      case Relation::Lt:
-        return Relation::Gt;
-      case Relation::Le:
-        return Relation::Ge;
-      case Relation::Gt:
-        return Relation::Lt;
-      case Relation::Ge:
-        return Relation::Le;
+      case Relation::kLt:
+        return Relation::kGt;
+      case Relation::kLe:
+        return Relation::kGe;
+      case Relation::kGt:
+        return Relation::kLt;
+      case Relation::kGe:
+        return Relation::kLe;
       default:
         return r;
     }
@@ -102,55 +102,15 @@ bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim&
   std::optional<Dim> flipped = Difference(fact.rhs, fact.lhs);
   if (flipped && fact.relation == flip(relation) && *goal == *flipped) return true;
   // An equation holds either way round.
-  return (relation == Relation::Eq || relation == Relation::Ne) && fact.relation == relation && flipped &&
+  return (relation == Relation::kEq || relation == Relation::kNe) && fact.relation == relation && flipped &&
          *goal == *flipped;
 }
 
 }  // namespace
 
-std::string_view Spelling(Relation relation) {
-  switch (relation) {
-    case Relation::Eq:
-      return "==";
-    case Relation::Ne:
-      return "!=";
-    case Relation::Lt:
-      return "<";
-    case Relation::Le:
-      return "<=";
-    case Relation::Gt:
-      return ">";
-    case Relation::Ge:
-      return ">=";
-  }
-  return "?";
-}
-
 void Checker::Oblige(DimFact goal, Report report, std::string what) {
   obligations_.push_back({std::move(goal), std::move(report), std::move(what)});
 }
-
-namespace {
-
-solver::RelOp ToRelOp(Relation relation) {
-  switch (relation) {
-    case Relation::Eq:
-      return solver::RelOp::kEq;
-    case Relation::Ne:
-      return solver::RelOp::kNe;
-    case Relation::Lt:
-      return solver::RelOp::kLt;
-    case Relation::Le:
-      return solver::RelOp::kLe;
-    case Relation::Gt:
-      return solver::RelOp::kGt;
-    case Relation::Ge:
-      return solver::RelOp::kGe;
-  }
-  return solver::RelOp::kEq;
-}
-
-}  // namespace
 
 void Checker::Discharge(CheckedDef& def, bool has_params) {
   std::vector<DimFact> facts;
@@ -158,7 +118,7 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
   // Facts `v % c == 0` over a single size variable v, as the substitution v := c*q (q fresh).
   std::map<SizeVarId, Dim> divisible;
   for (const DimFact& f : facts) {
-    if (f.relation != Relation::Eq) continue;
+    if (f.relation != Relation::kEq) continue;
     for (auto [mod, zero] : {std::pair{f.lhs, f.rhs}, std::pair{f.rhs, f.lhs}}) {
       if (!zero.IsZero() || mod.terms().size() != 1 || mod.terms()[0].coefficient != 1) continue;
       const core::Monomial& m = mod.terms()[0].monomial;
@@ -172,7 +132,7 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
   auto solver_facts = [&] {
     std::vector<solver::Fact> out;
     for (std::size_t i = 0; i < facts.size(); ++i) {
-      out.push_back({{facts[i].lhs, ToRelOp(facts[i].relation), facts[i].rhs}, std::to_string(i)});
+      out.push_back({{facts[i].lhs, facts[i].relation, facts[i].rhs}, std::to_string(i)});
     }
     return out;
   };
@@ -192,7 +152,7 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       if (l && r) verdict = DecideAlone(*l, relation, *r) == Verdict::Proved ? Verdict::Proved : Verdict::Unknown;
     }
     if (verdict == Verdict::Unknown) {
-      solver::Answer answer = solver_.Prove(solver_facts(), {lhs, ToRelOp(relation), rhs});
+      solver::Answer answer = solver_.Prove(solver_facts(), {lhs, relation, rhs});
       if (answer.verdict == solver::Verdict::kProved) verdict = Verdict::Proved;
       // Refuted under the facts only if the facts themselves are consistent.
       if (answer.verdict == solver::Verdict::kRefuted && !answer.vacuous) verdict = Verdict::Refuted;
