@@ -238,13 +238,11 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
       error.notes.insert(error.notes.end(), notes.begin(), notes.end());
       return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
     }
-    if (kind != BinaryTypes::Logical) {
-      if (auto m = unifier_.RequireClass(le, cls)) {
-        diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, "cannot " + std::string(verb) + " `" + ltext.str() + "`",
-                          m->message);
-      }
-      if (kind != BinaryTypes::Comparison && kind != BinaryTypes::Equality) unifier_.UnifyElem(elem, le);
+    if (auto m = unifier_.RequireClass(le, cls)) {
+      diagnostics_.Emit(DiagnosticKind::ClassMismatch, span, "cannot " + std::string(verb) + " `" + ltext.str() + "`",
+                        m->message);
     }
+    if (kind != BinaryTypes::Comparison && kind != BinaryTypes::Equality) unifier_.UnifyElem(elem, le);
   }
   Shape a = std::get<TensorType>(vars_.Resolve(lt)->node).shape;
   Shape b = std::get<TensorType>(vars_.Resolve(rt)->node).shape;

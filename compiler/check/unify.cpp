@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "check/type_printer.h"
 #include "diagnostics/diagnostic.h"
 
 namespace weft::check {
@@ -37,27 +38,6 @@ bool Flexible(const VarStore& vars, SizeVarId var) {
 }
 
 }  // namespace
-
-std::string Unifier::Show(const Dim& dim) const {
-  return core::ToString(vars_.Resolve(dim), [this](SizeVarId v) {
-    const std::string& name = vars_.info(v).name;
-    return name.empty() ? "n" + std::to_string(v.index) : name;
-  });
-}
-
-std::string Unifier::Show(const Shape& shape) const {
-  Shape s = vars_.Resolve(shape);
-  std::string out = "[";
-  bool first = true;
-  for (const Dim& d : s.before) out += (std::exchange(first, false) ? "" : ", ") + Show(d);
-  if (s.spread) {
-    const std::string& name = vars_.info(*s.spread).name;
-    out +=
-        (std::exchange(first, false) ? ".." : ", ..") + (name.empty() ? "s" + std::to_string(s.spread->index) : name);
-  }
-  for (const Dim& d : s.after) out += (std::exchange(first, false) ? "" : ", ") + Show(d);
-  return out + "]";
-}
 
 std::vector<DeferredEquality> Unifier::TakeDeferred() {
   return std::exchange(deferred_, {});
@@ -181,7 +161,9 @@ std::optional<Mismatch> Unifier::UnifyDim(const Dim& a, const Dim& b) {
   if (auto v = x.AsVar(); v && Flexible(vars_, *v)) return BindSize(*v, y);
   if (auto v = y.AsVar(); v && Flexible(vars_, *v)) return BindSize(*v, x);
   if (x.AsConstant() && y.AsConstant()) {
-    return Mismatch{Mismatch::Kind::Dim, "`" + Show(x) + "` and `" + Show(y) + "` differ"};
+    TypePrinter p(vars_);
+    std::string first = p.Print(x);
+    return Mismatch{Mismatch::Kind::Dim, "`" + first + "` and `" + p.Print(y) + "` differ"};
   }
   // Solve x - y == 0 for a flexible variable that appears once, linearly, with coefficient +-1.
   core::Result<Dim> difference = core::Sub(x, y);
@@ -212,8 +194,8 @@ std::optional<Mismatch> Unifier::BindShape(ShapeVarId var, const Shape& shape) {
     return Mismatch{Mismatch::Kind::Occurs, "`.." + vars_.info(var).name + "` would contain itself"};
   }
   if (vars_.info(var).kind != VarKind::Flexible) {
-    return Mismatch{Mismatch::Kind::Rigid,
-                    "the shape `.." + vars_.info(var).name + "` of the signature is not `" + Show(s) + "`"};
+    return Mismatch{Mismatch::Kind::Rigid, "the shape `.." + vars_.info(var).name + "` of the signature is not `" +
+                                               TypePrinter(vars_).Print(s) + "`"};
   }
   LowerLevels(s, vars_.info(var).level);
   vars_.info(var).binding = s;
@@ -224,7 +206,9 @@ std::optional<Mismatch> Unifier::UnifyShape(const Shape& a, const Shape& b) {
   Shape x = vars_.Resolve(a);
   Shape y = vars_.Resolve(b);
   auto rank_mismatch = [&] {
-    return Mismatch{Mismatch::Kind::Rank, "`" + Show(x) + "` and `" + Show(y) + "` have different ranks"};
+    TypePrinter p(vars_);
+    std::string first = p.Print(x);
+    return Mismatch{Mismatch::Kind::Rank, "`" + first + "` and `" + p.Print(y) + "` have different ranks"};
   };
   if (x.Known() && y.Known()) {
     if (x.before.size() != y.before.size()) return rank_mismatch();
@@ -234,10 +218,7 @@ std::optional<Mismatch> Unifier::UnifyShape(const Shape& a, const Shape& b) {
     return std::nullopt;
   }
   if (x.Known()) std::swap(x, y);
-  // x has a shape variable. Flatten y's dims around its variable (if any) and strip the common
-  // prefix and suffix.
-  std::vector<Dim> y_front = y.Known() ? y.before : y.before;
-  std::vector<Dim> y_back = y.Known() ? std::vector<Dim>{} : y.after;
+  // x has a shape variable; y has a known rank, or a shape variable of its own.
   if (y.Known()) {
     // y = [d0 .. dk]: x's fixed dims must fit, and its variable takes the middle.
     if (y.before.size() < x.FixedRank()) return rank_mismatch();
@@ -252,6 +233,8 @@ std::optional<Mismatch> Unifier::UnifyShape(const Shape& a, const Shape& b) {
                             y.before.begin() + static_cast<std::ptrdiff_t>(tail_start));
     return BindShape(*x.spread, Shape::Of(std::move(middle)));
   }
+  const std::vector<Dim>& y_front = y.before;
+  const std::vector<Dim>& y_back = y.after;
   std::size_t front = std::min(x.before.size(), y_front.size());
   for (std::size_t i = 0; i < front; ++i) {
     if (auto m = UnifyDim(x.before[i], y_front[i])) return m;

@@ -53,8 +53,6 @@ class Unifier {
   void LowerLevels(const Dim& dim, int level);
   std::optional<Mismatch> BindShape(ShapeVarId var, const Shape& shape);
   std::optional<Mismatch> BindSize(SizeVarId var, const Dim& dim);
-  std::string Show(const Dim& dim) const;
-  std::string Show(const Shape& shape) const;
 
   VarStore& vars_;
   std::vector<DeferredEquality> deferred_;
