@@ -20,38 +20,15 @@
 #include <vector>
 
 #include "base/source.h"
-#include "check/types.h"
+#include "core/types.h"
 #include "diagnostics/diagnostic.h"
 #include "solver/solver.h"
 #include "syntax/ast.h"
 
 namespace weft::check {
 
-// A relation between dims, as in a `where` clause or an obligation: the solver's, so that facts and
-// goals go to Z3 as they are.
-using Relation = solver::RelOp;
-
-struct DimFact {
-  Dim lhs;
-  Relation relation;
-  Dim rhs;
-  Span span;
-};
-
-// A check the compiled program makes at run time (language.md: sizes known only at run time).
-struct RuntimeCheck {
-  DimFact fact;
-  std::string what;  // "the inner dimensions of `@`"
-};
-
-// A definition's type scheme: its type, the variables quantified in it, and its `where` facts
-// (which a caller must establish).
-struct Scheme {
-  TypeRef type;
-  FreeVars quantified;
-  std::vector<DimFact> where;
-  Span where_span;
-};
+// The types, dims and facts of inference are the core IR's (core/types.h).
+using namespace weft::core;  // NOLINT(google-build-using-namespace)
 
 struct CheckedDef {
   std::string name;

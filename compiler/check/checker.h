@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "check/check.h"
-#include "check/type_printer.h"
 #include "check/unify.h"
+#include "core/type_printer.h"
 #include "solver/solver.h"
 
 namespace weft::check {

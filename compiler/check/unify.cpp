@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "check/type_printer.h"
+#include "core/type_printer.h"
 #include "diagnostics/diagnostic.h"
 
 namespace weft::check {

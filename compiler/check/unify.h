@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "check/types.h"
+#include "core/types.h"
 
 namespace weft::check {
+
+using namespace weft::core;  // NOLINT(google-build-using-namespace): inference works on core types
 
 // Why two types do not unify, in words for a message ("`f32` and `i32` differ").
 struct Mismatch {

@@ -14,6 +14,24 @@
 
 namespace weft::core {
 
+std::string_view Spelling(RelOp op) {
+  switch (op) {
+    case RelOp::kEq:
+      return "==";
+    case RelOp::kNe:
+      return "!=";
+    case RelOp::kLt:
+      return "<";
+    case RelOp::kLe:
+      return "<=";
+    case RelOp::kGt:
+      return ">";
+    case RelOp::kGe:
+      return ">=";
+  }
+  return "?";
+}
+
 std::string DefaultSizeVarName(SizeVarId var) {
   return "v" + std::to_string(var.index);
 }

@@ -41,6 +41,12 @@
 
 namespace weft::core {
 
+// A relation between dims, as in a `where` clause, an obligation or a solver goal.
+enum class RelOp : std::uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+
+// `==`, `!=`, `<`, `<=`, `>`, `>=`.
+std::string_view Spelling(RelOp op);
+
 // A size variable (`n` in `f32[n]`). Created and named by the checker; here only an id.
 using SizeVarId = TypedId<struct SizeVarTag>;
 

@@ -22,24 +22,6 @@ using core::AtomKind;
 using core::Dim;
 using core::SizeVarId;
 
-std::string_view Spelling(RelOp op) {
-  switch (op) {
-    case RelOp::kEq:
-      return "==";
-    case RelOp::kNe:
-      return "!=";
-    case RelOp::kLt:
-      return "<";
-    case RelOp::kLe:
-      return "<=";
-    case RelOp::kGt:
-      return ">";
-    case RelOp::kGe:
-      return ">=";
-  }
-  return "?";
-}
-
 std::string ToString(const Relation& r, const core::SizeVarNames& names) {
   return core::ToString(r.lhs, names) + " " + std::string(Spelling(r.op)) + " " + core::ToString(r.rhs, names);
 }

@@ -40,10 +40,7 @@
 
 namespace weft::solver {
 
-enum class RelOp : std::uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
-
-// `==`, `!=`, `<`, `<=`, `>`, `>=`.
-std::string_view Spelling(RelOp op);
+using core::RelOp;
 
 // lhs op rhs over integers.
 struct Relation {

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "check/type_printer.h"
+#include "core/type_printer.h"
 #include "check/unify.h"
 
 namespace weft::check {

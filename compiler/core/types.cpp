@@ -1,11 +1,11 @@
-#include "check/types.h"
+#include "core/types.h"
 
 #include <algorithm>
 #include <map>
 
 #include "diagnostics/diagnostic.h"
 
-namespace weft::check {
+namespace weft::core {
 
 std::string_view Spelling(ElemClass cls) {
   switch (cls) {
@@ -176,4 +176,4 @@ void CollectFreeVars(const VarStore& vars, const TypeRef& type, FreeVars& out) {
       resolved->node);
 }
 
-}  // namespace weft::check
+}  // namespace weft::core

@@ -1,6 +1,6 @@
-#include "check/type_printer.h"
+#include "core/type_printer.h"
 
-namespace weft::check {
+namespace weft::core {
 
 std::string TypePrinter::Unique(const std::string& wanted, const std::string& fresh_prefix, int& fresh_counter) {
   if (!wanted.empty() && taken_.insert(wanted).second) return wanted;
@@ -113,4 +113,4 @@ std::string TypePrinter::PrintWithClasses(const TypeRef& type) {
   return text + classes;
 }
 
-}  // namespace weft::check
+}  // namespace weft::core

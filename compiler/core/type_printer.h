@@ -10,9 +10,9 @@
 #include <set>
 #include <string>
 
-#include "check/types.h"
+#include "core/types.h"
 
-namespace weft::check {
+namespace weft::core {
 
 class TypePrinter {
  public:
@@ -42,4 +42,4 @@ class TypePrinter {
   int fresh_shapes_ = 0;
 };
 
-}  // namespace weft::check
+}  // namespace weft::core

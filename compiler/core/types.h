@@ -24,10 +24,8 @@
 #include "base/typed_id.h"
 #include "core/dim.h"
 
-namespace weft::check {
+namespace weft::core {
 
-using core::Dim;
-using core::SizeVarId;
 using TypeVarId = TypedId<struct TypeVarTag>;
 using ElemVarId = TypedId<struct ElemVarTag>;
 using ShapeVarId = TypedId<struct ShapeVarTag>;
@@ -169,4 +167,29 @@ void CollectFreeVars(const VarStore& vars, const TypeRef& type, FreeVars& out);
 void CollectFreeVars(const VarStore& vars, const Shape& shape, FreeVars& out);
 void CollectFreeVars(const VarStore& vars, const Dim& dim, FreeVars& out);
 
-}  // namespace weft::check
+// A relation between dims, as in a `where` clause or an obligation (the solver takes it as it is).
+using Relation = RelOp;
+
+struct DimFact {
+  Dim lhs;
+  Relation relation;
+  Dim rhs;
+  Span span;
+};
+
+// A check the compiled program makes at run time (language.md: sizes known only at run time).
+struct RuntimeCheck {
+  DimFact fact;
+  std::string what;  // "the inner dimensions of `@`"
+};
+
+// A definition's type scheme: its type, the variables quantified in it, and its `where` facts
+// (which a caller must establish).
+struct Scheme {
+  TypeRef type;
+  FreeVars quantified;
+  std::vector<DimFact> where;
+  Span where_span;
+};
+
+}  // namespace weft::core
