@@ -151,9 +151,11 @@ void Checker::Define(const std::string& name, Span span, Binding binding) {
 TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env, bool generalize, Span site) {
   const syntax::Pattern& p = ast_->Get(id);
   using namespace syntax::pattern;
+  elaboration_.pattern_types[id.index] = type;
   if (const auto* name = std::get_if<Name>(&p.node)) {
     Binding binding;
     binding.scheme = generalize ? Generalize(type) : Scheme{type, {}, {}, {}};
+    if (generalize) elaboration_.pattern_quantified[id.index] = binding.scheme.quantified;
     binding.span = site.valid() ? site : p.span;
     env.Push(name->name, std::move(binding));
     return type;
@@ -172,6 +174,7 @@ TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env
   TypeRef annotated = FromAnnotation(typed.type, *scope_);
   Expect(annotated, type, p.span, "the annotation");
   BindPattern(typed.pattern, annotated, env, generalize, p.span);
+  elaboration_.pattern_types[id.index] = annotated;
   return annotated;
 }
 
@@ -183,6 +186,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   pending_.clear();
   late_.clear();
   runtime_checks_.clear();
+  elaboration_.Clear();
   int errors_before = diagnostics_.error_count();
   if (IsBuiltin(def.name.text)) diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
 

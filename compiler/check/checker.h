@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "check/check.h"
@@ -45,7 +46,20 @@ using Report = std::function<void(bool refuted)>;
 struct Obligation {
   DimFact goal;
   Report report;
-  std::string what;  // for run-time checks: "the inner dimensions of `@`"
+  std::string what;      // for run-time checks: "the inner dimensions of `@`"
+  syntax::ExprId where;  // the expression being inferred when it was made
+};
+
+// What inference learned about one definition's syntax, for elaboration to the core IR
+// (elaborate.cpp): the type of every expression and pattern, the dims read from shape arguments
+// and slice bounds, the variables a `let` generalized, and the run-time checks by expression.
+struct Elaboration {
+  std::unordered_map<std::uint32_t, TypeRef> expr_types;
+  std::unordered_map<std::uint32_t, Dim> expr_dims;
+  std::unordered_map<std::uint32_t, TypeRef> pattern_types;
+  std::unordered_map<std::uint32_t, FreeVars> pattern_quantified;
+  std::unordered_map<std::uint32_t, std::vector<RuntimeCheck>> checks;
+  void Clear() { *this = Elaboration{}; }
 };
 
 // A broadcast whose alignment was ambiguous when first seen.
@@ -95,7 +109,8 @@ class Checker {
   TypeRef BindPattern(syntax::PatternId pattern, const TypeRef& type, Env& env, bool generalize, Span site = {});
 
   // ---- handle_expr.cpp ----
-  TypeRef Infer(syntax::ExprId id);
+  TypeRef Infer(syntax::ExprId id);  // records the type for elaboration
+  TypeRef InferNode(syntax::ExprId id);
   TypeRef InferApply(const syntax::Expr& e, const syntax::expr::Apply& apply);
   TypeRef InferBinary(const syntax::Expr& e, const syntax::expr::Binary& binary);
   TypeRef InferIndex(const syntax::Expr& e, const syntax::expr::Index& index);
@@ -151,6 +166,8 @@ class Checker {
   std::vector<PendingBroadcast> pending_;
   std::vector<std::function<void()>> late_;  // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
+  Elaboration elaboration_;      // of the definition being checked
+  syntax::ExprId current_expr_;  // the innermost expression being inferred
   solver::Solver solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/false}};
 };
 

@@ -191,6 +191,7 @@ std::optional<std::vector<Dim>> Checker::ShapeArgument(syntax::ExprId id) {
   for (syntax::ExprId element : list->elements) {
     std::optional<Dim> d = ExprToDim(element);
     if (d) {
+      elaboration_.expr_dims[element.index] = *d;
       dims.push_back(*d);
     } else {
       ok = false;
@@ -430,6 +431,8 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
           kept.push_back(Dim::Var(vars_.NewSizeVar()));
           break;
         }
+        if (item.lo) elaboration_.expr_dims[item.lo.index] = *lo;
+        if (item.hi) elaboration_.expr_dims[item.hi.index] = *hi;
         // 0 <= lo <= hi <= axis
         for (auto [a, b] : {std::pair{Dim(), *lo}, std::pair{*lo, *hi}, std::pair{*hi, axis}}) {
           Dim lo_copy = *lo, hi_copy = *hi;
@@ -455,6 +458,14 @@ TypeRef Checker::InferIndex(const syntax::Expr& e, const syntax::expr::Index& in
 }
 
 TypeRef Checker::Infer(syntax::ExprId id) {
+  syntax::ExprId saved = std::exchange(current_expr_, id);
+  TypeRef type = InferNode(id);
+  current_expr_ = saved;
+  elaboration_.expr_types[id.index] = type;
+  return type;
+}
+
+TypeRef Checker::InferNode(syntax::ExprId id) {
   const syntax::Expr& e = ast_->Get(id);
   using namespace syntax::expr;
   return std::visit(

@@ -109,7 +109,7 @@ bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim&
 }  // namespace
 
 void Checker::Oblige(DimFact goal, Report report, std::string what) {
-  obligations_.push_back({std::move(goal), std::move(report), std::move(what)});
+  obligations_.push_back({std::move(goal), std::move(report), std::move(what), current_expr_});
 }
 
 void Checker::Discharge(CheckedDef& def, bool has_params) {
@@ -173,7 +173,9 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       }
     }
     if (runtime) {
-      runtime_checks_.push_back({DimFact{lhs, relation, rhs, obligation.goal.span}, obligation.what});
+      RuntimeCheck check{DimFact{lhs, relation, rhs, obligation.goal.span}, obligation.what};
+      runtime_checks_.push_back(check);
+      elaboration_.checks[obligation.where.index].push_back(std::move(check));
     } else if (inferred && !has_params) {
       obligation.report(false);
       def.ok = false;
