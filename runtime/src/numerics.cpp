@@ -14,9 +14,12 @@
 #include "weft/numerics.h"
 
 #include <bit>
+#include <cfenv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 namespace weft::runtime {
 namespace {
@@ -208,6 +211,41 @@ std::uint64_t EncodeFloatFromU64(Dtype dtype, std::uint64_t value) {
   if (dtype == Dtype::F32) return std::bit_cast<std::uint32_t>(static_cast<float>(value));
   if (const Format* f = FormatOf(dtype)) return EncodeExact(*f, false, value, 0);
   return 0;
+}
+
+std::optional<std::uint64_t> EncodeFloatLiteral(Dtype dtype, std::string_view text) {
+  // strtod rounds the decimal to the nearest double, and rounding that double again to a narrower
+  // type can land on the wrong side of a tie. So parse again toward -inf and +inf: either both give
+  // the decimal's exact value, or it lies strictly between two consecutive doubles lo < x < hi. No
+  // tie of a narrower type (a double itself) lies strictly between them, so x rounds like their
+  // midpoint, which needs one bit more than a double: encode it as an exact (mantissa, exponent).
+  std::string owned(text);
+  char* end = nullptr;
+  auto parse = [&](int mode) {
+    int saved = std::fegetround();
+    std::fesetround(mode);
+    double d = std::strtod(owned.c_str(), &end);
+    std::fesetround(saved);
+    return d;
+  };
+  double nearest = parse(FE_TONEAREST);
+  if (owned.empty() || end != owned.c_str() + owned.size()) return std::nullopt;
+  if (dtype == Dtype::F32) return std::bit_cast<std::uint32_t>(std::strtof(owned.c_str(), nullptr));
+  const Format* f = FormatOf(dtype);
+  if (f == nullptr) return std::bit_cast<std::uint64_t>(nearest);  // f64
+  double lo = parse(FE_DOWNWARD), hi = parse(FE_UPWARD);
+  if (lo == hi || std::isnan(nearest)) return EncodeDouble(*f, nearest);
+  bool negative = hi <= 0 && lo < 0;
+  double inner = negative ? -hi : lo;  // the bound nearer zero; the other is one ulp further out
+  std::uint64_t u = std::bit_cast<std::uint64_t>(inner);
+  int biased = static_cast<int>((u >> 52) & 0x7ff);
+  std::uint64_t m = u & ((std::uint64_t{1} << 52) - 1);
+  int e = -1074;  // inner = m * 2^e
+  if (biased != 0) {
+    m |= std::uint64_t{1} << 52;
+    e = biased - 1075;
+  }
+  return EncodeExact(*f, negative, 2 * m + 1, e - 1);
 }
 
 double DecodeFloat(Dtype dtype, std::uint64_t bits) {

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "base/dtype.h"
 #include "weft/tensor.h"
@@ -61,6 +63,9 @@ std::uint64_t EncodeFloat(Dtype dtype, double value);
 // The same for an integer value, rounded once (no detour through f64).
 std::uint64_t EncodeFloatFromI64(Dtype dtype, std::int64_t value);
 std::uint64_t EncodeFloatFromU64(Dtype dtype, std::uint64_t value);
+// A decimal literal (`0.1`, `2.5e-3`, `-7`) rounded once, from its exact value, to a float dtype
+// (language.md: weak literals round at compile time with RNE). nullopt if `text` is not a number.
+std::optional<std::uint64_t> EncodeFloatLiteral(Dtype dtype, std::string_view text);
 // The exact value of a float dtype's bit pattern.
 double DecodeFloat(Dtype dtype, std::uint64_t bits);
 // `value` rounded to the nearest value of a float dtype (EncodeFloat, then DecodeFloat).

@@ -16,6 +16,7 @@ element's bit pattern in hex (i4/u4: the nibble). The expected values come from:
 Exit status 3 and a message on stderr when numpy is missing.
 """
 import bisect
+import decimal
 import math
 import random
 import sys
@@ -549,5 +550,25 @@ def operations():
         emit("map2_sub", [t, t], result(dtype, np.subtract(x, x)))
 
 
+def literals():
+    """Decimal literals rounded once from their exact value (Fraction), at and just beside ties."""
+    from fractions import Fraction
+    decimal.getcontext().prec = 400
+    tiny = decimal.Decimal("1e-60")
+    for name, fmt in NARROW.items():
+        texts = ["0.1", "3.14159", "1e-3", "2.5e-3", "-7", "448", "464", "465", "57344", "61440", "65504", "65519.99",
+                 "65520", "1e10", "-1e10", "1e-30", "0"]
+        keys = fmt.keys + [fmt.beyond]
+        picks = rng.sample(range(len(keys) - 1), 40) + [len(keys) - 2, 0, 1]
+        for i in picks:
+            mid = decimal.Decimal((keys[i] + keys[i + 1]) / 2)  # exact: a dyadic rational
+            texts += [str(mid), str(mid + tiny), str(mid - tiny)]
+        for text in texts:
+            emit("literal:%s:%s" % (name, text), [], (name, [], [fmt.encode(Fraction(text))]))
+    for text in ("0.1", "1e300", "2.5e-3", "-0.3"):
+        emit("literal:f64:%s" % text, [], ("f64", [], [f64_bits(float(text))]))
+
+
 conversions()
 operations()
+literals()

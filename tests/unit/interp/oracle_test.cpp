@@ -104,6 +104,16 @@ OpResult Apply(const Record& r) {
     }
     return Index(in[0], items);
   }
+  if (name == "literal") {
+    std::string param = Param(r.op);
+    std::size_t colon = param.find(':');
+    Dtype dtype = DtypeNamed(param.substr(0, colon));
+    auto bits = runtime::EncodeFloatLiteral(dtype, param.substr(colon + 1));
+    if (!bits) return OpError{"not a number: " + param};
+    HostTensor t = HostTensor::Zeros(dtype, {});
+    runtime::StoreBits(t, 0, *bits);
+    return t;
+  }
   if (name == "reduce_add") return ReduceWith(add, in[0], in[1]);
   if (name == "scan_add") return ScanWith(add, in[0], in[1]);
   if (name == "map_square") {
@@ -193,6 +203,10 @@ TEST_CASE("matmul accumulates in f32 and broadcasts batch dims", "[interp][oracl
 TEST_CASE("shape operations move bits like numpy", "[interp][oracle]") {
   CHECK(CheckRecords({"transpose", "permute", "reshape", "concat", "expand", "index", "gather", "full", "stack", "iota",
                       "ones", "zeros"}) > 80);
+}
+
+TEST_CASE("decimal literals round once from their exact value", "[interp][oracle]") {
+  CHECK(CheckRecords({"literal"}) > 400);
 }
 
 TEST_CASE("dequant scales groups and rounds once", "[interp][oracle]") {
