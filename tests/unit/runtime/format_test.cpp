@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -20,19 +21,16 @@ using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::RunNumpy;
 
-// Runs the oracle once for all the cases in this file.
-const std::string& CasesDir() {
-  static const std::string dir = [] {
-    std::string d = MakeTempDir();
-    std::string script = ReadFile(std::string(WEFT_SOURCE_DIR) + "/tests/unit/runtime/numpy_print_cases.py");
-    RunNumpy(script, "'" + d + "'");
-    return d;
-  }();
+// Runs the oracle for `what` (`arrays` or a dtype's scalars) and returns the directory of its files.
+std::string CasesDir(const std::string& what) {
+  std::string dir = MakeTempDir();
+  std::string script = ReadFile(std::string(WEFT_SOURCE_DIR) + "/tests/unit/runtime/numpy_print_cases.py");
+  RunNumpy(script, "'" + dir + "' " + what);
   return dir;
 }
 
 TEST_CASE("FormatTensor prints arrays as numpy prints them") {
-  const std::string& dir = CasesDir();
+  const std::string dir = CasesDir("arrays");
   std::istringstream names(ReadFile(dir + "/cases.txt"));
   std::string name;
   int cases = 0;
@@ -46,10 +44,14 @@ TEST_CASE("FormatTensor prints arrays as numpy prints them") {
     CHECK(FormatTensor(*tensor) == expected);
   }
   CHECK(cases >= 130);
+  std::filesystem::remove_all(dir);
 }
 
 void CheckScalars(Dtype dtype, int min_lines) {
-  std::istringstream lines(ReadFile(CasesDir() + "/scalars_" + std::string(Spelling(dtype)) + ".txt"));
+  std::string name(Spelling(dtype));
+  std::string dir = CasesDir(name);
+  std::istringstream lines(ReadFile(dir + "/scalars_" + name + ".txt"));
+  std::filesystem::remove_all(dir);
   std::string hex, expected;
   int n = 0, failures = 0;
   while (lines >> hex >> expected) {

@@ -1,9 +1,9 @@
 # The oracle of format_test.cpp: writes arrays as .npy files with what NumPy's print shows for them.
 #
-#   numpy_print_cases.py DIR
+#   numpy_print_cases.py DIR [arrays] [DTYPE...]
 #
-# writes DIR/NAME.npy and DIR/NAME.txt (str(array)) for each case, DIR/cases.txt listing the names,
-# and DIR/scalars_DTYPE.txt with one `hexbits text` line per scalar (every f16, bf16 and f8 pattern,
+# writes (for `arrays`) DIR/NAME.npy and DIR/NAME.txt (str(array)) for each case, DIR/cases.txt
+# listing the names, and (for each DTYPE) DIR/scalars_DTYPE.txt with one `hexbits text` line per scalar (every f16, bf16 and f8 pattern,
 # a sample of f32 and f64 ones). NumPy lacks bf16 and f8: their expected text is NumPy's print of
 # the float64 array of each value's shortest round-tripping decimal, found here independently with
 # exact rational arithmetic; those cases stay where that is the same thing (positional, no digit
@@ -14,10 +14,13 @@ from fractions import Fraction
 import numpy as np
 
 out = sys.argv[1]
+wanted = set(sys.argv[2:]) or {"arrays", "f16", "bf16", "f8e4m3", "f8e5m2", "f32", "f64"}
 names = []
 
 
 def case(name, arr, expected=None, save=None):
+    if "arrays" not in wanted:
+        return
     names.append(name)
     np.save(f"{out}/{name}.npy", arr if save is None else save)
     with open(f"{out}/{name}.txt", "w") as f:
@@ -183,6 +186,8 @@ def shortest(fmt, v):
 
 
 def narrow_case(name, fmt, values):
+    if "arrays" not in wanted:
+        return
     bits = []
     patterns = range(1 << (16 if fmt == "bf16" else 8))
     table = {p: decode(fmt, p) for p in patterns}
@@ -200,12 +205,15 @@ narrow_case("bf16_ints", "bf16", [1.0, 2.0, 3.0, 256.0, -100.0])
 narrow_case("f8e4m3_positional", "f8e4m3", [1.0, 0.1, 3.14159, -2.5, 40.0, 0.33])
 narrow_case("f8e5m2_positional", "f8e5m2", [1.0, 0.1, 3.14159, -2.5, 40.0, 0.33])
 
-with open(f"{out}/cases.txt", "w") as f:
-    f.write("\n".join(names) + "\n")
+if "arrays" in wanted:
+    with open(f"{out}/cases.txt", "w") as f:
+        f.write("\n".join(names) + "\n")
 
 
 # Scalars: every f16, bf16 and f8 pattern; random f32 and f64 patterns.
 def scalar_lines(fmt, patterns):
+    if fmt not in wanted:
+        return
     lines = []
     for p in patterns:
         if fmt == "f16":
