@@ -350,19 +350,39 @@ std::vector<std::int64_t> Strides(const HostTensor& t) {
   return strides;
 }
 
-// The elements NumPy formats from: every element, or with summarization only the edge items of
-// each axis longer than 2 * kEdgeItems (flat indices).
-void CollectShown(const HostTensor& t, const std::vector<std::int64_t>& strides, bool summarize, int axis,
-                  std::int64_t offset, std::vector<std::int64_t>& out) {
-  if (axis == t.Rank()) {
-    out.push_back(offset);
-    return;
-  }
-  std::int64_t n = t.shape[static_cast<std::size_t>(axis)];
-  std::int64_t stride = strides[static_cast<std::size_t>(axis)];
+// The indices NumPy shows along an axis of length n: all, or with summarization the first and last
+// kEdgeItems when n > 2 * kEdgeItems (-1 stands for the `...` between them).
+std::vector<std::int64_t> ShownIndices(std::int64_t n, bool summarize) {
+  std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
-    CollectShown(t, strides, summarize, axis + 1, offset + i * stride, out);
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      out.push_back(-1);
+      i = n - kEdgeItems;
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+// The flat indices of the elements NumPy formats from (the shown ones), odometer order. Loops, not
+// recursion, here and below: a tensor's rank is bounded only by memory.
+std::vector<std::int64_t> ShownElements(const HostTensor& t, bool summarize) {
+  std::vector<std::int64_t> strides = Strides(t);
+  std::vector<std::vector<std::int64_t>> axes;
+  for (std::int64_t n : t.shape) {
+    std::vector<std::int64_t> shown = ShownIndices(n, summarize);
+    shown.erase(std::remove(shown.begin(), shown.end(), -1), shown.end());
+    axes.push_back(std::move(shown));
+  }
+  std::vector<std::int64_t> out;
+  std::vector<std::size_t> position(axes.size(), 0);
+  for (;;) {
+    std::int64_t offset = 0;
+    for (std::size_t a = 0; a < axes.size(); ++a) offset += axes[a][position[a]] * strides[a];
+    out.push_back(offset);
+    std::size_t a = axes.size();
+    while (a > 0 && ++position[a - 1] == axes[a - 1].size()) position[--a] = 0;
+    if (a == 0) return out;
   }
 }
 
@@ -378,62 +398,65 @@ void ExtendLine(std::string& s, std::string& line, const std::string& word, int 
   line += word;
 }
 
-// NumPy's _formatArray.
-class ArrayPrinter {
- public:
-  ArrayPrinter(const HostTensor& t, bool summarize, std::function<std::string(std::int64_t)> element)
-      : t_(t), summarize_(summarize), element_(std::move(element)), strides_(Strides(t)) {}
-
-  std::string Print() { return Recurse(0, 0, " ", kLineWidth); }
-
- private:
-  std::string Recurse(int axis, std::int64_t offset, const std::string& indent, int width) {
-    if (axis == t_.Rank()) return element_(offset);
-    const std::string next_indent = indent + " ";
-    const int next_width = width - 1;
-    const std::int64_t n = t_.shape[static_cast<std::size_t>(axis)];
-    const std::int64_t stride = strides_[static_cast<std::size_t>(axis)];
-    const bool show_summary = summarize_ && 2 * kEdgeItems < n;
-    const std::int64_t leading = show_summary ? kEdgeItems : 0;
-    const std::int64_t trailing = show_summary ? kEdgeItems : n;
-    const int axes_left = t_.Rank() - axis;
-    std::string s;
-    if (axes_left == 1) {
-      const int elem_width = width - 1;  // room for the separator or `]`
-      std::string line = indent;
-      for (std::int64_t i = 0; i < leading; ++i) {
-        ExtendLine(s, line, Recurse(axis + 1, offset + i * stride, next_indent, next_width), elem_width, indent);
-        line += " ";
+// NumPy's _formatArray, its recursion over axes run with an explicit stack. At depth `axis` the
+// hanging indent is axis + 1 spaces and the width 75 - axis (each `[` takes a column).
+// @pre rank >= 1, no dim is 0
+std::string FormatArray(const HostTensor& t, bool summarize, const std::function<std::string(std::int64_t)>& element) {
+  const std::vector<std::int64_t> strides = Strides(t);
+  const int rank = t.Rank();
+  struct Frame {
+    int axis = 0;
+    std::int64_t offset = 0;
+    std::vector<std::int64_t> children;  // ShownIndices
+    std::size_t next = 0;
+    std::string s, line;
+  };
+  auto make_frame = [&](int axis, std::int64_t offset) {
+    Frame f;
+    f.axis = axis;
+    f.offset = offset;
+    f.children = ShownIndices(t.shape[static_cast<std::size_t>(axis)], summarize);
+    f.line = std::string(static_cast<std::size_t>(axis) + 1, ' ');
+    return f;
+  };
+  // Adds the text of the child just visited (an element, a nested block or `...`) to frame f.
+  auto deliver = [&](Frame& f, const std::string& word) {
+    const std::string indent(static_cast<std::size_t>(f.axis) + 1, ' ');
+    const bool last = f.next == f.children.size();
+    if (rank - f.axis == 1) {
+      ExtendLine(f.s, f.line, word, kLineWidth - f.axis - 1, indent);
+      if (last) {
+        f.s += f.line;
+      } else {
+        f.line += " ";
       }
-      if (show_summary) {
-        ExtendLine(s, line, "...", elem_width, indent);
-        line += " ";
-      }
-      for (std::int64_t i = trailing; i > 1; --i) {
-        ExtendLine(s, line, Recurse(axis + 1, offset + (n - i) * stride, next_indent, next_width), elem_width, indent);
-        line += " ";
-      }
-      ExtendLine(s, line, Recurse(axis + 1, offset + (n - 1) * stride, next_indent, next_width), elem_width, indent);
-      s += line;
     } else {
-      const std::string line_sep(static_cast<std::size_t>(axes_left - 1), '\n');
-      for (std::int64_t i = 0; i < leading; ++i) {
-        s += indent + Recurse(axis + 1, offset + i * stride, next_indent, next_width) + line_sep;
-      }
-      if (show_summary) s += indent + "..." + line_sep;
-      for (std::int64_t i = trailing; i > 1; --i) {
-        s += indent + Recurse(axis + 1, offset + (n - i) * stride, next_indent, next_width) + line_sep;
-      }
-      s += indent + Recurse(axis + 1, offset + (n - 1) * stride, next_indent, next_width);
+      f.s += indent + word;
+      if (!last) f.s += std::string(static_cast<std::size_t>(rank - f.axis - 1), '\n');
     }
-    return "[" + s.substr(indent.size()) + "]";
+  };
+  std::vector<Frame> stack;
+  stack.push_back(make_frame(0, 0));
+  for (;;) {
+    Frame& f = stack.back();
+    if (f.next == f.children.size()) {
+      std::string block = "[" + f.s.substr(static_cast<std::size_t>(f.axis) + 1) + "]";
+      stack.pop_back();
+      if (stack.empty()) return block;
+      deliver(stack.back(), block);
+      continue;
+    }
+    std::int64_t child = f.children[f.next++];
+    if (child < 0) {
+      deliver(f, "...");
+    } else if (rank - f.axis == 1) {
+      deliver(f, element(f.offset + child * strides[static_cast<std::size_t>(f.axis)]));
+    } else {
+      Frame next = make_frame(f.axis + 1, f.offset + child * strides[static_cast<std::size_t>(f.axis)]);
+      stack.push_back(std::move(next));
+    }
   }
-
-  const HostTensor& t_;
-  bool summarize_;
-  std::function<std::string(std::int64_t)> element_;
-  std::vector<std::int64_t> strides_;
-};
+}
 
 }  // namespace
 
@@ -447,8 +470,7 @@ std::string FormatTensor(const HostTensor& tensor) {
   const std::int64_t count = tensor.Count();
   if (count == 0) return "[]";
   const bool summarize = count > kThreshold;
-  std::vector<std::int64_t> shown;
-  CollectShown(tensor, Strides(tensor), summarize, 0, 0, shown);
+  const std::vector<std::int64_t> shown = ShownElements(tensor, summarize);
 
   std::function<std::string(std::int64_t)> element;
   if (dtype == Dtype::Bool) {
@@ -463,7 +485,7 @@ std::string FormatTensor(const HostTensor& tensor) {
     for (std::int64_t i : shown) width = std::max(width, IntText(tensor, i).size());
     element = [&tensor, width](std::int64_t i) { return PadLeft(IntText(tensor, i), static_cast<int>(width)); };
   }
-  return ArrayPrinter(tensor, summarize, element).Print();
+  return FormatArray(tensor, summarize, element);
 }
 
 }  // namespace weft::runtime

@@ -102,5 +102,12 @@ TEST_CASE("FormatTensor basics") {
   CHECK(FormatTensor(HostTensor::Zeros(Dtype::U8, {0})) == "[]");
 }
 
+// NumPy stops at 32 dims; weft does not, and the printer must not recurse once per axis.
+TEST_CASE("FormatTensor prints a tensor of very high rank") {
+  const std::size_t rank = 3000;
+  HostTensor t = HostTensor::Zeros(Dtype::I8, std::vector<std::int64_t>(rank, 1));
+  CHECK(FormatTensor(t) == std::string(rank, '[') + "0" + std::string(rank, ']'));
+}
+
 }  // namespace
 }  // namespace weft::runtime
