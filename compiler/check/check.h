@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/source.h"
+#include "core/ir.h"
 #include "core/types.h"
 #include "diagnostics/diagnostic.h"
 #include "solver/solver.h"
@@ -41,6 +42,7 @@ struct CheckedDef {
 struct CheckResult {
   VarStore vars;
   std::vector<CheckedDef> defs;  // the file's own definitions, in source order
+  core::Module module;           // those and the imported ones, elaborated (checked ones have bodies)
 };
 
 struct CheckOptions {

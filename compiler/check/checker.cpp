@@ -240,6 +240,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   if (!def.where.empty()) checked.scheme.where_span = def.where.front().span.To(def.where.back().span);
   checked.runtime_checks = std::move(runtime_checks_);
   checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
+  Elaborate(&def, checked);
   Binding binding;
   binding.scheme = checked.scheme;
   Define(def.name.text, def.name.span, std::move(binding));
@@ -285,6 +286,7 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
   checked.scheme.where = facts_;
   if (!kernel.where.empty()) checked.scheme.where_span = kernel.where.front().span.To(kernel.where.back().span);
   checked.ok = diagnostics_.error_count() == errors_before;
+  Elaborate(nullptr, checked);
   Binding binding;
   binding.scheme = checked.scheme;
   Define(kernel.name.text, kernel.name.span, std::move(binding));
@@ -379,7 +381,12 @@ CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& d
     Checker checker(sources, diagnostics, options);
     std::vector<CheckedDef> defs;
     checker.CheckFile(ast, &defs);
-    result = CheckResult{std::move(checker.vars()), std::move(defs)};
+    result = CheckResult{std::move(checker.vars()), std::move(defs), std::move(checker.module_)};
+#ifndef NDEBUG
+    // Debug builds verify the elaborated IR (core/ir.h, Verify): a violation is a compiler bug.
+    std::vector<std::string> violations = core::Verify(result.module, result.vars);
+    if (!violations.empty()) WEFT_INTERNAL_ERROR("the core IR does not verify: " + violations.front());
+#endif
   });
   return result;
 }

@@ -53,8 +53,11 @@ struct Obligation {
 // What inference learned about one definition's syntax, for elaboration to the core IR
 // (elaborate.cpp): the type of every expression and pattern, the dims read from shape arguments
 // and slice bounds, the variables a `let` generalized, and the run-time checks by expression.
+enum class RefKind : std::uint8_t { Local, Global, Builtin, Size };
 struct Elaboration {
   std::unordered_map<std::uint32_t, TypeRef> expr_types;
+  std::unordered_map<std::uint32_t, RefKind> refs;  // what each name (`Var`) refers to
+  std::unordered_map<std::uint32_t, SizeVarId> size_refs;
   std::unordered_map<std::uint32_t, Dim> expr_dims;
   std::unordered_map<std::uint32_t, TypeRef> pattern_types;
   std::unordered_map<std::uint32_t, FreeVars> pattern_quantified;
@@ -83,6 +86,9 @@ struct LazyText {
   TypeRef type;
   std::string str() const { return TypePrinter(*vars).Print(type); }
 };
+
+// The built-ins whose type is read from a shape argument written in place (`zeros [m, n]`).
+bool IsShapeBuiltin(std::string_view name);
 
 // How an elementwise operator constrains its operands.
 enum class BinaryTypes { Arithmetic, Comparison, Equality, Logical };
@@ -126,6 +132,10 @@ class Checker {
   // Notes for an error about two operands: where each operand that is a variable was bound.
   std::vector<Note> OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs);
 
+  // ---- elaborate.cpp ----
+  // Appends the definition to module_; `def` is null for a kernel (no array-tier body).
+  void Elaborate(const syntax::Def* def, const CheckedDef& checked);
+
   // ---- annotations.cpp ----
   TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);
   TypeRef FromAnnotationInKernel(syntax::TypeId id, AnnotationScope& scope);
@@ -167,6 +177,7 @@ class Checker {
   std::vector<std::function<void()>> late_;  // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
   Elaboration elaboration_;      // of the definition being checked
+  core::Module module_;          // every definition checked so far, elaborated
   syntax::ExprId current_expr_;  // the innermost expression being inferred
   solver::Solver solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/false}};
 };

@@ -8,12 +8,6 @@
 namespace weft::check {
 namespace {
 
-const std::set<std::string>& ShapeBuiltins() {
-  static const std::set<std::string> names = {"zeros",  "ones",    "full",    "iota",
-                                              "random", "reshape", "permute", "dequant"};
-  return names;
-}
-
 TypeRef HeadOf(const VarStore& vars, TypeRef type) {
   while (const auto* var = std::get_if<VarType>(&type->node)) {
     if (!vars.info(var->var).binding) break;
@@ -24,6 +18,12 @@ TypeRef HeadOf(const VarStore& vars, TypeRef type) {
 
 }  // namespace
 
+bool IsShapeBuiltin(std::string_view name) {
+  static const std::set<std::string, std::less<>> names = {"zeros",  "ones",    "full",    "iota",
+                                                           "random", "reshape", "permute", "dequant"};
+  return names.count(name) > 0;
+}
+
 TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& apply) {
   const syntax::Expr& callee = ast_->Get(apply.callee);
   std::string name = "the function";
@@ -32,7 +32,7 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
   if (const auto* var = std::get_if<syntax::expr::Var>(&callee.node)) {
     name = var->name;
     bool builtin = !env_.Find(var->name) && !globals_.count(var->name) && builtins_.count(var->name);
-    if (builtin && ShapeBuiltins().count(var->name)) return InferShapeBuiltin(var->name, e, apply);
+    if (builtin && IsShapeBuiltin(var->name)) return InferShapeBuiltin(var->name, e, apply);
     if (builtin && (var->name == "maximum" || var->name == "minimum") && apply.args.size() == 2) {
       TypeRef lt = Infer(apply.args[0]), rt = Infer(apply.args[1]);
       return Elementwise("take the " + var->name + " of", BinaryTypes::Arithmetic, apply.args[0], lt, apply.args[1], rt,
@@ -89,92 +89,75 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
 }
 
 TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& e, const syntax::expr::Apply& apply) {
-  auto need = [&](std::size_t count) {
-    if (apply.args.size() >= count) return true;
-    TypeRef type = builtins_.at(name).scheme.type;
-    diagnostics_.Emit(DiagnosticKind::TypeMismatch, e.span,
-                      "`" + name + "` needs " + std::to_string(count) + " arguments", TypePrinter(vars_).Print(type),
-                      "a partial application", "");
-    return false;
-  };
-  TypeRef result;
-  std::size_t used = 1;
-  if (!need(1)) return MakeVar(vars_.NewTypeVar());
+  // `name [dims] args...`: the shape is read from the list; the arguments after it may be left out,
+  // and then the application is a function of them (`x |> reshape [a * b]`).
   std::optional<std::vector<Dim>> dims = ShapeArgument(apply.args[0]);
   Span shape_span = ast_->Get(apply.args[0]).span;
-  if (!dims) {
+  auto give_up = [&] {
     for (std::size_t i = 1; i < apply.args.size(); ++i) Infer(apply.args[i]);
     return MakeVar(vars_.NewTypeVar());
-  }
+  };
+  if (!dims) return give_up();
+  // The parameters after the shape argument, with what a mismatch is about, and the result.
+  struct Param {
+    TypeRef type;
+    std::string context;
+  };
+  std::vector<Param> params;
+  TypeRef result;
   if (name == "zeros" || name == "ones") {
     result = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape::Of(*dims));
   } else if (name == "full") {
-    if (!need(2)) return MakeVar(vars_.NewTypeVar());
     ElemVarId t = vars_.NewElemVar();
-    Expect(MakeTensor(Elem{t}, Shape{}), Infer(apply.args[1]), ast_->Get(apply.args[1]).span,
-           "the fill value of `full`");
+    params.push_back({MakeTensor(Elem{t}, Shape{}), "the fill value of `full`"});
     result = MakeTensor(Elem{t}, Shape::Of(*dims));
-    used = 2;
   } else if (name == "iota") {
     if (dims->size() != 1) {
       diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span,
                         "a list of " + std::to_string(dims->size()) + " dims: `iota` takes one, `iota [n]`");
-      return MakeVar(vars_.NewTypeVar());
+      return give_up();
     }
     result = MakeTensor(Elem{Dtype::I64}, Shape::Of(*dims));
   } else if (name == "random") {
-    if (!need(2)) return MakeVar(vars_.NewTypeVar());
-    Expect(MakeScalar(Dtype::I64), Infer(apply.args[1]), ast_->Get(apply.args[1]).span, "the seed of `random`");
+    params.push_back({MakeScalar(Dtype::I64), "the seed of `random`"});
     result = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape::Of(*dims));
-    used = 2;
   } else if (name == "reshape") {
-    if (!need(2)) return MakeVar(vars_.NewTypeVar());
-    TypeRef x = Infer(apply.args[1]);
     ElemVarId t = vars_.NewElemVar();
     Shape s = Shape::Spread(vars_.NewShapeVar());
-    Span xspan = ast_->Get(apply.args[1]).span;
-    if (Expect(MakeTensor(Elem{t}, s), x, xspan, "the tensor `reshape` reshapes")) {
-      // The element counts must agree; the operand's rank may only be known later in the
-      // definition (a lambda's parameter), so the obligation is made once the body is inferred.
-      std::vector<Dim> to = *dims;
-      Shape target = Shape::Of(to);
-      late_.push_back([this, s, t, x, target, span = e.span] {
-        Shape from = vars_.Resolve(s);
-        TypePrinter printer(vars_);
-        std::string from_text = printer.Print(x);
-        std::string to_text = printer.Print(MakeTensor(Elem{t}, target));
-        if (!from.Known()) {
-          diagnostics_.Emit(DiagnosticKind::UndecidedObligation, span, "the element count of `reshape`", current_);
-          return;
-        }
-        Dim before = Dim::Constant(1), after = Dim::Constant(1);
-        for (const Dim& d : from.before) {
-          if (auto product = core::Mul(before, d)) before = *product;
-        }
-        for (const Dim& d : target.before) {
-          if (auto product = core::Mul(after, d)) after = *product;
-        }
-        Oblige(
-            DimFact{before, Relation::kEq, after, span},
-            [this, from_text, to_text, before, after, span](bool refuted) {
-              TypePrinter p(vars_);
-              diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before),
-                                p.Print(after), refuted ? "" : ": add a `where` clause that says they are equal");
-            },
-            "the element count of `reshape`");
-      });
-    }
+    TypeRef x = MakeTensor(Elem{t}, s);
+    params.push_back({x, "the tensor `reshape` reshapes"});
     result = MakeTensor(Elem{t}, Shape::Of(*dims));
-    used = 2;
+    // The element counts must agree; the operand's rank may only be known later in the definition
+    // (a lambda's parameter, a partial application applied later), so the obligation is made once
+    // the body is inferred.
+    late_.push_back([this, s, t, x, target = Shape::Of(*dims), span = e.span] {
+      Shape from = vars_.Resolve(s);
+      TypePrinter printer(vars_);
+      std::string from_text = printer.Print(x);
+      std::string to_text = printer.Print(MakeTensor(Elem{t}, target));
+      if (!from.Known()) {
+        diagnostics_.Emit(DiagnosticKind::UndecidedObligation, span, "the element count of `reshape`", current_);
+        return;
+      }
+      Dim before = Dim::Constant(1), after = Dim::Constant(1);
+      for (const Dim& d : from.before) {
+        if (auto product = core::Mul(before, d)) before = *product;
+      }
+      for (const Dim& d : target.before) {
+        if (auto product = core::Mul(after, d)) after = *product;
+      }
+      Oblige(
+          DimFact{before, Relation::kEq, after, span},
+          [this, from_text, to_text, before, after, span](bool refuted) {
+            TypePrinter p(vars_);
+            diagnostics_.Emit(DiagnosticKind::ReshapeProduct, span, from_text, to_text, p.Print(before), p.Print(after),
+                              refuted ? "" : ": add a `where` clause that says they are equal");
+          },
+          "the element count of `reshape`");
+    });
   } else if (name == "permute") {
-    if (!need(2)) return MakeVar(vars_.NewTypeVar());
-    TypeRef x = Infer(apply.args[1]);
     std::vector<std::int64_t> order;
     for (const Dim& d : *dims) order.push_back(d.AsConstant().value_or(-1));
-    std::vector<Dim> axes;
-    for (std::size_t i = 0; i < order.size(); ++i) axes.push_back(Dim::Var(vars_.NewSizeVar()));
-    ElemVarId t = vars_.NewElemVar();
-    Expect(MakeTensor(Elem{t}, Shape::Of(axes)), x, ast_->Get(apply.args[1]).span, "the tensor `permute` permutes");
     std::vector<std::int64_t> sorted = order;
     std::sort(sorted.begin(), sorted.end());
     std::vector<std::int64_t> identity(order.size());
@@ -182,34 +165,39 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     if (sorted != identity) {
       diagnostics_.Emit(DiagnosticKind::BadPermutation, shape_span, std::string(sources_.Text(shape_span)),
                         order.size());
-      return MakeVar(vars_.NewTypeVar());
+      return give_up();
     }
+    std::vector<Dim> axes;
+    for (std::size_t i = 0; i < order.size(); ++i) axes.push_back(Dim::Var(vars_.NewSizeVar()));
+    ElemVarId t = vars_.NewElemVar();
+    params.push_back({MakeTensor(Elem{t}, Shape::Of(axes)), "the tensor `permute` permutes"});
     std::vector<Dim> permuted;
-    for (std::int64_t p : order) permuted.push_back(vars_.Resolve(axes[static_cast<std::size_t>(p)]));
+    for (std::int64_t p : order) permuted.push_back(axes[static_cast<std::size_t>(p)]);
     result = MakeTensor(Elem{t}, Shape::Of(permuted));
-    used = 2;
   } else {  // dequant [g] q scales : 'q[..s, k] -> 't[..s, k / g] -> 't[..s, k]
-    if (!need(3)) return MakeVar(vars_.NewTypeVar());
     if (dims->size() != 1 || !(*dims)[0].AsConstant() || *(*dims)[0].AsConstant() <= 0) {
       diagnostics_.Emit(DiagnosticKind::NotAShapeArgument, shape_span, "a group size that is not one positive literal");
-      return MakeVar(vars_.NewTypeVar());
+      return give_up();
     }
     std::int64_t g = *(*dims)[0].AsConstant();
     ShapeVarId s = vars_.NewShapeVar();
-    SizeVarId k = vars_.NewSizeVar();
+    Dim k = Dim::Var(vars_.NewSizeVar());
     ElemVarId q = vars_.NewElemVar(ElemClass::Num);
     ElemVarId t = vars_.NewElemVar(ElemClass::Float);
-    Expect(MakeTensor(Elem{q}, Shape{{}, s, {Dim::Var(k)}}), Infer(apply.args[1]), ast_->Get(apply.args[1]).span,
-           "the quantized tensor of `dequant`");
-    Dim kd = vars_.Resolve(Dim::Var(k));
-    Dim groups = *core::Div(kd, g);
-    ObligeDivisible(kd, g, e.span);
-    Expect(MakeTensor(Elem{t}, Shape{{}, s, {groups}}), Infer(apply.args[2]), ast_->Get(apply.args[2]).span,
-           "the scales of `dequant`");
-    result = MakeTensor(Elem{t}, Shape{{}, s, {Dim::Var(k)}});
-    used = 3;
+    ObligeDivisible(k, g, e.span);
+    params.push_back({MakeTensor(Elem{q}, Shape{{}, s, {k}}), "the quantized tensor of `dequant`"});
+    params.push_back({MakeTensor(Elem{t}, Shape{{}, s, {*core::Div(k, g)}}), "the scales of `dequant`"});
+    result = MakeTensor(Elem{t}, Shape{{}, s, {k}});
   }
+  // The arguments given, in order; those left out make the result a function of them.
+  std::size_t given = std::min(apply.args.size() - 1, params.size());
+  for (std::size_t i = 0; i < given; ++i) {
+    syntax::ExprId arg = apply.args[i + 1];
+    Expect(params[i].type, Infer(arg), ast_->Get(arg).span, params[i].context);
+  }
+  for (std::size_t i = params.size(); i > given; --i) result = MakeFunction(params[i - 1].type, result);
   // Further arguments apply to the result, which is a tensor: an error.
+  std::size_t used = 1 + params.size();
   if (apply.args.size() > used) {
     Span applied = ast_->Get(apply.callee).span.To(ast_->Get(apply.args[used - 1]).span);
     diagnostics_.Emit(DiagnosticKind::NotAFunction, e.span, "`" + std::string(sources_.Text(applied)) + "`",

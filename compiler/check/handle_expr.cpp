@@ -477,13 +477,25 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
           [&](const BoolLit&) { return MakeScalar(Dtype::Bool); },
           [&](const Var& var) -> TypeRef {
             if (const Binding* local = env_.Find(var.name)) {
-              if (local->kind == Binding::Kind::Size) return MakeScalar(Dtype::I64);
+              if (local->kind == Binding::Kind::Size) {
+                elaboration_.refs[id.index] = RefKind::Size;
+                elaboration_.size_refs[id.index] = local->size;
+                return MakeScalar(Dtype::I64);
+              }
+              elaboration_.refs[id.index] = RefKind::Local;
               return Instantiate(local->scheme, e.span, var.name);
             }
             if (auto global = globals_.find(var.name); global != globals_.end()) {
+              elaboration_.refs[id.index] = RefKind::Global;
               return Instantiate(global->second.scheme, e.span, var.name);
             }
             if (auto builtin = builtins_.find(var.name); builtin != builtins_.end()) {
+              elaboration_.refs[id.index] = RefKind::Builtin;
+              if (IsShapeBuiltin(var.name)) {
+                // Its type depends on the list written after it (handle_apply.cpp): it has none alone.
+                diagnostics_.Emit(DiagnosticKind::ShapeBuiltinValue, e.span, var.name);
+                return MakeVar(vars_.NewTypeVar());
+              }
               return Instantiate(builtin->second.scheme, e.span, var.name);
             }
             if (var.name != "_") UnknownName(var.name, e.span);

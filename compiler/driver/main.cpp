@@ -60,7 +60,8 @@ ExitCode RunCheck(const Options& options) {
     case Emit::AstSexp:
       std::cout << syntax::Dump(ast);
       break;
-    case Emit::Types: {
+    case Emit::Types:
+    case Emit::Core: {
       // One line per definition that checked, in source order; errors on stderr. A file that
       // does not parse is not checked: its broken declarations would only cause more errors.
       if (diagnostics.has_errors()) break;
@@ -68,6 +69,10 @@ ExitCode RunCheck(const Options& options) {
       const char* stdlib = std::getenv("WEFT_STDLIB");
       check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
       check::CheckResult result = check::Check(sources, ast, diagnostics, check_options);
+      if (options.emit == Emit::Core) {
+        std::cout << core::Print(result.module, result.vars);
+        break;
+      }
       for (const check::CheckedDef& def : result.defs) {
         if (def.ok) std::cout << check::Signature(result, def) << "\n";
       }

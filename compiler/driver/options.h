@@ -12,7 +12,7 @@ namespace weft::driver {
 
 enum class Command { None, Help, Version, Check, Layout };
 
-enum class Emit { Types, Ast, AstSexp };
+enum class Emit { Types, Core, Ast, AstSexp };
 
 struct Options {
   Command command = Command::None;
