@@ -16,6 +16,7 @@
 //     (definitions without parameters) are not, and their element types default (f32, i32).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,24 @@ CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& d
 
 // `name : type`, as `weft check` prints it.
 std::string Signature(const CheckResult& result, const CheckedDef& def);
+std::string Signature(const VarStore& vars, const CheckedDef& def);
+
+class Checker;
+
+// An incremental checker, for the REPL: each Add checks more declarations in the scope of all
+// those added before (a later definition of a name replaces the earlier one for what follows).
+class Session {
+ public:
+  Session(SourceManager& sources, Diagnostics& diagnostics, const CheckOptions& options);
+  ~Session();
+  // Checks the file's declarations; returns them as `Check` does. Errors go to the diagnostics.
+  std::vector<CheckedDef> Add(const syntax::Ast& ast);
+  const core::Module& module() const;
+  const VarStore& vars() const;
+  std::string Signature(const CheckedDef& def) const;
+
+ private:
+  std::unique_ptr<Checker> checker_;
+};
 
 }  // namespace weft::check

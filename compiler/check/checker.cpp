@@ -372,6 +372,16 @@ void Checker::CheckFile(const syntax::Ast& ast, std::vector<CheckedDef>* own) {
   }
 }
 
+namespace {
+void VerifyInDebugBuilds([[maybe_unused]] const core::Module& module, [[maybe_unused]] const VarStore& vars) {
+#ifndef NDEBUG
+  // Debug builds verify the elaborated IR (core/ir.h, Verify): a violation is a compiler bug.
+  std::vector<std::string> violations = core::Verify(module, vars);
+  if (!violations.empty()) WEFT_INTERNAL_ERROR("the core IR does not verify: " + violations.front());
+#endif
+}
+}  // namespace
+
 CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& diagnostics,
                   const CheckOptions& options) {
   // Inference recurses as deep as the program nests (up to the parser's limit): run it on the
@@ -382,17 +392,43 @@ CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& d
     std::vector<CheckedDef> defs;
     checker.CheckFile(ast, &defs);
     result = CheckResult{std::move(checker.vars()), std::move(defs), std::move(checker.module_)};
-#ifndef NDEBUG
-    // Debug builds verify the elaborated IR (core/ir.h, Verify): a violation is a compiler bug.
-    std::vector<std::string> violations = core::Verify(result.module, result.vars);
-    if (!violations.empty()) WEFT_INTERNAL_ERROR("the core IR does not verify: " + violations.front());
-#endif
+    VerifyInDebugBuilds(result.module, result.vars);
   });
   return result;
 }
 
+Session::Session(SourceManager& sources, Diagnostics& diagnostics, const CheckOptions& options) {
+  RunWithDeepStack([&] { checker_ = std::make_unique<Checker>(sources, diagnostics, options); });
+}
+
+Session::~Session() = default;
+
+std::vector<CheckedDef> Session::Add(const syntax::Ast& ast) {
+  std::vector<CheckedDef> defs;
+  RunWithDeepStack([&] {
+    checker_->CheckFile(ast, &defs);
+    VerifyInDebugBuilds(checker_->module_, checker_->vars());
+  });
+  return defs;
+}
+
+const core::Module& Session::module() const {
+  return checker_->module_;
+}
+const VarStore& Session::vars() const {
+  return checker_->vars_;
+}
+
+std::string Session::Signature(const CheckedDef& def) const {
+  return check::Signature(checker_->vars_, def);
+}
+
 std::string Signature(const CheckResult& result, const CheckedDef& def) {
-  TypePrinter printer(result.vars);
+  return Signature(result.vars, def);
+}
+
+std::string Signature(const VarStore& vars, const CheckedDef& def) {
+  TypePrinter printer(vars);
   return def.name + " : " + printer.PrintWithClasses(def.scheme.type);
 }
 
