@@ -90,8 +90,9 @@ struct LazyText {
 // The built-ins whose type is read from a shape argument written in place (`zeros [m, n]`).
 bool IsShapeBuiltin(std::string_view name);
 
-// How an elementwise operator constrains its operands.
-enum class BinaryTypes { Arithmetic, Comparison, Equality, Logical };
+// How an elementwise operator constrains its operands. Choice: values of one element type, any
+// (`select`'s), and the result has it.
+enum class BinaryTypes { Arithmetic, Comparison, Equality, Logical, Choice };
 
 class Checker {
  public:

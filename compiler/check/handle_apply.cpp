@@ -40,8 +40,7 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
     }
     if (builtin && var->name == "select" && apply.args.size() == 3) {
       TypeRef ct = Infer(apply.args[0]), at = Infer(apply.args[1]), bt = Infer(apply.args[2]);
-      TypeRef values =
-          Elementwise("select between", BinaryTypes::Arithmetic, apply.args[1], at, apply.args[2], bt, e.span);
+      TypeRef values = Elementwise("select between", BinaryTypes::Choice, apply.args[1], at, apply.args[2], bt, e.span);
       // The condition broadcasts against the values; it must be bool.
       Shape s = Shape::Spread(vars_.NewShapeVar());
       Expect(MakeTensor(Elem{Dtype::Bool}, s), ct, ast_->Get(apply.args[0]).span, "the condition of `select`");
