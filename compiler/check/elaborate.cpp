@@ -92,7 +92,7 @@ core::ExprId Elaborator::Expr(syntax::ExprId id) {
           [&](std::monostate) -> core::ExprId { WEFT_INTERNAL_ERROR("empty expression node"); },
           [&](const IntLit& lit) { return Add(e, TypeOf(id), ce::IntLit{lit.value}, id); },
           [&](const FloatLit& lit) {
-            return Add(e, TypeOf(id), ce::FloatLit{std::strtod(lit.text.c_str(), nullptr)}, id);
+            return Add(e, TypeOf(id), ce::FloatLit{std::strtod(lit.text.c_str(), nullptr), lit.text}, id);
           },
           [&](const StringLit& lit) { return Add(e, TypeOf(id), ce::StringLit{lit.value}, id); },
           [&](const BoolLit& lit) { return Add(e, TypeOf(id), ce::BoolLit{lit.value}, id); },

@@ -35,6 +35,7 @@ struct IntLit {
 };  // its type says its dtype, or an element-type variable for a weak literal
 struct FloatLit {
   double value;
+  std::string text;  // as written, so that it is rounded once to its dtype
 };
 struct BoolLit {
   bool value;

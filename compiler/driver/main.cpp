@@ -11,10 +11,13 @@
 
 #include <llvm/Config/llvm-config.h>
 
+#include "base/stack.h"
 #include "check/check.h"
 #include "diagnostics/render.h"
 #include "driver/layout_command.h"
 #include "driver/options.h"
+#include "driver/repl.h"
+#include "interp/interpreter.h"
 #include "syntax/parser.h"
 #include "syntax/printer.h"
 
@@ -44,6 +47,13 @@ std::optional<FileId> LoadInput(SourceManager& sources, const std::string& path,
   return file;
 }
 
+check::CheckOptions DefaultCheckOptions() {
+  check::CheckOptions check_options;
+  const char* stdlib = std::getenv("WEFT_STDLIB");
+  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+  return check_options;
+}
+
 ExitCode RunCheck(const Options& options) {
   SourceManager sources;
   Diagnostics diagnostics;
@@ -65,10 +75,7 @@ ExitCode RunCheck(const Options& options) {
       // One line per definition that checked, in source order; errors on stderr. A file that
       // does not parse is not checked: its broken declarations would only cause more errors.
       if (diagnostics.has_errors()) break;
-      check::CheckOptions check_options;
-      const char* stdlib = std::getenv("WEFT_STDLIB");
-      check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
-      check::CheckResult result = check::Check(sources, ast, diagnostics, check_options);
+      check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
       if (options.emit == Emit::Core) {
         std::cout << core::Print(result.module, result.vars);
         break;
@@ -81,6 +88,49 @@ ExitCode RunCheck(const Options& options) {
   }
   std::cout.flush();
   return Report(options, sources, diagnostics) ? ExitCode::InputError : ExitCode::Success;
+}
+
+// `weft run FILE`: check, then evaluate `def main` on the interpreter. Run-time failures are
+// diagnostics at the place in FILE that failed.
+ExitCode RunRun(const Options& options) {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  const std::string& path = options.inputs.front();
+  std::optional<FileId> file = LoadInput(sources, path, diagnostics);
+  if (!file) {
+    Report(options, sources, diagnostics);
+    return ExitCode::InputError;
+  }
+  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
+  if (diagnostics.has_errors()) {
+    Report(options, sources, diagnostics);
+    return ExitCode::InputError;
+  }
+  check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
+  const core::Def* main = result.module.Find("main");
+  if (!diagnostics.has_errors() && (!main || main->span.file != *file)) {
+    diagnostics.Emit(DiagnosticKind::NoMain, Span{}, path);
+  }
+  if (diagnostics.has_errors()) {
+    Report(options, sources, diagnostics);
+    return ExitCode::InputError;
+  }
+  interp::InterpreterOptions run_options;
+  run_options.args.push_back(path);
+  run_options.args.insert(run_options.args.end(), options.program_args.begin(), options.program_args.end());
+  interp::Interpreter interpreter(result.module, result.vars, run_options);
+  std::optional<interp::RuntimeError> failure;
+  RunWithDeepStack([&] {
+    interp::EvalResult<interp::ValueRef> value = interpreter.Evaluate(*main);
+    if (!value) failure = value.error();
+  });
+  std::cout.flush();
+  if (failure) {
+    diagnostics.Emit(DiagnosticKind::RuntimeFailure, failure->span, failure->message);
+    Report(options, sources, diagnostics);
+    return ExitCode::InputError;
+  }
+  return ExitCode::Success;
 }
 
 ExitCode Main(int argc, char** argv) {
@@ -100,8 +150,12 @@ ExitCode Main(int argc, char** argv) {
       return ExitCode::Success;
     case driver::Command::Check:
       return RunCheck(*options);
+    case driver::Command::Run:
+      return RunRun(*options);
     case driver::Command::Layout:
       return static_cast<ExitCode>(driver::RunLayout(*options, std::cout, std::cerr));
+    case driver::Command::Repl:
+      return static_cast<ExitCode>(driver::RunRepl(*options));
     case driver::Command::Help:
     case driver::Command::None:
       break;

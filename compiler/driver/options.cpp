@@ -22,6 +22,15 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
      "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"run", Command::Run, "run FILE's `def main` (on the CPU interpreter, until GPU code generation exists)",
+     "usage: weft run FILE [--cpu] [--color=auto|always|never] [-- ARGS...]\n"
+     "\n"
+     "Checks FILE and runs its `def main` on the CPU reference interpreter. `load`, `save` and `print`\n"
+     "read and write .npy files and standard output; `arg i` is the i-th of ARGS (`arg 0` is FILE).\n"
+     "  --cpu             run on the interpreter (the default: GPU code generation does not exist yet)\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
+     "A failed run-time check, a bad .npy file or an index out of bounds stops the program with an\n"
+     "error that names the place in FILE, and exit status 1.\n"},
     {"layout", Command::Layout, "evaluate a layout-algebra expression in CuTe notation, or draw an atom",
      "usage: weft layout EXPR [--table] [--grid] [--color=auto|always|never]\n"
      "       weft layout --tv ATOM|list\n"
@@ -36,6 +45,15 @@ constexpr CommandInfo kCommands[] = {
      "\n"
      "EXPR is a layout `(4,2):(2,1)`, a shape `(4,2)`, a tiler `<4:1, 2:1>`, a swizzle `Sw<3,4,3>`, a\n"
      "swizzled layout `Sw<3,4,3> o 0 o (8,64):(64,1)`, or an operation on them (docs/layouts.md):\n"},
+    {"repl", Command::Repl, "an interactive session: evaluate expressions, see their types",
+     "usage: weft repl [FILE...] [--color=auto|always|never]\n"
+     "\n"
+     "Starts an interactive session (docs/repl.md) after loading each FILE as `:load FILE` does. Type an\n"
+     "expression to evaluate it and see its type, `def` or `let x = e` to define a name, or a command:\n"
+     "`:type EXPR`, `:load FILE`, `:reload`, `:browse`, `:layout EXPR`, `:help`, `:quit`. Line editing\n"
+     "and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal; otherwise\n"
+     "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
 };
 
 // Splits `--name=value` or takes the value from the next argument.
@@ -109,8 +127,14 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
     std::string value;
+    if (options.command == Command::Run && arg == "--") {
+      options.program_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
     if (arg == "--help" || arg == "-h") {
       options.help = true;
+    } else if (options.command == Command::Run && arg == "--cpu") {
+      options.cpu = true;
     } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
       (arg == "--table" ? options.table : options.grid) = true;
     } else if (options.command == Command::Layout && arg == "--tv" && i + 1 == args.size()) {
@@ -164,6 +188,7 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     }
     return std::nullopt;
   }
+  if (options.command == Command::Repl) return options;  // any number of files to load
   if (options.inputs.size() != 1) {
     error = options.inputs.empty()
                 ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"

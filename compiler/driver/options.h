@@ -10,7 +10,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl };
 
 enum class Emit { Types, Core, Ast, AstSexp };
 
@@ -24,6 +24,9 @@ struct Options {
   bool table = false;             // --table: every coordinate -> offset
   bool grid = false;              // --grid: the offsets as a grid
   std::optional<std::string> tv;  // --tv ATOM or --tv list (then there is no EXPR)
+  // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter.
+  std::vector<std::string> program_args;
+  bool cpu = false;
 };
 
 // Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.
