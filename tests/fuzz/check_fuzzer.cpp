@@ -1,7 +1,7 @@
 // Fuzzes the checker: arbitrary bytes are parsed and, when they parse, type checked (with the
 // stdlib available to `import`), and every diagnostic is rendered. Beyond "no crash, leak or
 // hang" (Z3 is bounded by its resource limit, not by time), every definition that checked must
-// print a signature.
+// print a signature, and the elaborated core IR must verify and print.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const weft::check::CheckedDef& def : result.defs) {
       if (def.ok && weft::check::Signature(result, def).find(" : ") == std::string::npos) __builtin_trap();
     }
+    // The elaborated core IR verifies (the fuzz build has NDEBUG, so Check does not do it) and prints.
+    if (!weft::core::Verify(result.module, result.vars).empty()) __builtin_trap();
+    if (!result.module.defs().empty() && weft::core::Print(result.module, result.vars).empty()) __builtin_trap();
   }
   for (const weft::Diagnostic& diagnostic : diagnostics.all()) {
     if (weft::Render(sources, diagnostic, /*color=*/false).empty()) __builtin_trap();
