@@ -1186,7 +1186,8 @@ Ast Parse(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
 
 namespace {
 
-const auto& type_rule = type;  // `type` alone is also the AST's namespace outside this one
+const auto& type_rule = type;  // `type` and `expr` alone are also the AST's namespaces outside this one
+const auto& expr_rule = expr;
 
 // Parses a whole file as one `rule` (a layout, a type); `id` is set only if there were no errors.
 template <typename Rule, typename Id>
@@ -1226,6 +1227,12 @@ LayoutParse ParseLayoutExpression(const SourceManager& sources, FileId file, Dia
 TypeParse ParseTypeExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
   TypeParse result{Ast(file), TypeId()};
   ParseWhole(sources, file, diagnostics, type_rule, "a type", result.ast, result.type);
+  return result;
+}
+
+ExprParse ParseExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics) {
+  ExprParse result{Ast(file), ExprId()};
+  ParseWhole(sources, file, diagnostics, expr_rule, "an expression", result.ast, result.expr);
   return result;
 }
 

@@ -34,4 +34,11 @@ struct TypeParse {
 };
 TypeParse ParseTypeExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics);
 
+// Parses a file that holds one expression, such as `[1.0, 2.0] * 2.0` (what the REPL reads).
+struct ExprParse {
+  Ast ast;
+  ExprId expr;  // invalid when there were errors
+};
+ExprParse ParseExpression(const SourceManager& sources, FileId file, Diagnostics& diagnostics);
+
 }  // namespace weft::syntax
