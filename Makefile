@@ -11,7 +11,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check format format-check clean
+.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -56,6 +56,9 @@ fuzz: build-fuzz
 # The checker's speed on the stdlib, the examples and a generated 5,000-line program (release build).
 bench-check: build-release
 	bench/check/run.sh
+
+bench-interp: build-release
+	bench/interp/run.sh
 
 format:
 	git ls-files '*.h' '*.cpp' | xargs clang-format -i
