@@ -14,10 +14,12 @@
 #include <set>
 #include <string>
 
+#include "base/stack.h"
 #include "check/check.h"
 #include "core/type_printer.h"
 #include "diagnostics/render.h"
 #include "driver/layout_command.h"
+#include "interp/interpreter.h"
 #include "syntax/lexer.h"
 #include "syntax/parser.h"
 
@@ -47,6 +49,16 @@ std::string OneLine(std::string_view text) {
     }
   }
   return out;
+}
+
+// A string as weft writes it: in double quotes, with `"` and `\` escaped.
+std::string StringLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out + "\"";
 }
 
 // Tokens after which an input cannot end: binary operators, `=`, `->`, `,`, `:`, and the keywords
@@ -333,6 +345,7 @@ struct Repl::State {
   Diagnostics diagnostics;
   std::size_t reported = 0;  // diagnostics already rendered
   std::unique_ptr<check::Session> session;
+  std::unique_ptr<interp::Interpreter> interpreter;  // over the session's module, which grows
   // Every tree given to the session, kept alive with it (and replayed by :reload).
   std::vector<std::unique_ptr<syntax::Ast>> asts;
   std::vector<LogEntry> log;
@@ -343,7 +356,12 @@ struct Repl::State {
   void NewSession() {
     check::CheckOptions options;
     options.stdlib_dir = config.stdlib_dir;
+    interpreter.reset();
     session = std::make_unique<check::Session>(sources, diagnostics, options);
+    interp::InterpreterOptions run_options;
+    run_options.args = {"repl"};
+    run_options.out = &out;  // what `print` writes comes in order with the results
+    interpreter = std::make_unique<interp::Interpreter>(session->module(), session->vars(), run_options);
     last_result.clear();
   }
 
@@ -424,8 +442,10 @@ struct Repl::State {
     if (parsed) Define(Keep(std::move(*parsed)));
   }
 
-  // Checks declarations typed at the prompt; prints the signature of each that checked.
+  // Checks declarations typed at the prompt; prints the signature of each that checked, and
+  // evaluates those that are values, so that a run-time error shows where the value is defined.
   void Define(const syntax::Ast& ast) {
+    std::size_t first = session->module().defs().size();
     std::vector<check::CheckedDef> defs = Add(ast);
     bool all_ok = true;
     for (const check::CheckedDef& def : defs) {
@@ -433,6 +453,26 @@ struct Repl::State {
       all_ok = all_ok && def.ok;
     }
     if (all_ok) log.push_back({"", &ast});
+    const std::vector<core::Def>& added = session->module().defs();
+    for (std::size_t i = first; i < added.size(); ++i) {
+      if (added[i].ok && added[i].params.empty() && added[i].body.valid()) Evaluate(added[i]);
+    }
+  }
+
+  // The value of a definition without parameters, or nothing after reporting a run-time error.
+  std::optional<interp::ValueRef> Evaluate(const core::Def& def) {
+    std::optional<interp::RuntimeError> failure;
+    std::optional<interp::ValueRef> value;
+    RunWithDeepStack([&] {
+      interp::EvalResult<interp::ValueRef> result = interpreter->Evaluate(def);
+      if (result) {
+        value = *result;
+      } else {
+        failure = result.error();
+      }
+    });
+    if (failure) diagnostics.Emit(DiagnosticKind::RuntimeFailure, failure->span, failure->message);
+    return value;
   }
 
   void Let(FileId file, const syntax::Token& let) {
@@ -470,8 +510,15 @@ struct Repl::State {
     syntax::Ast& alias = Keep(syntax::Ast(file));
     AddDef(alias, name, span, {}, alias.Add(syntax::Expr{span, syntax::expr::Var{"it"}}));
     Add(alias);
+    const core::Def* it = session->module().Find("it");
+    std::optional<interp::ValueRef> value = it ? Evaluate(*it) : std::nullopt;
+    if (!value) {
+      RestoreIt(span);
+      return;
+    }
     last_result = name;
-    Show(defs.front());
+    Evaluate(*session->module().Find(name));  // remembered, as `it` is
+    Show(**value, defs.front());
   }
 
   // After an expression with errors, `it` is again the last good result (or stays undefined).
@@ -482,7 +529,16 @@ struct Repl::State {
     Add(alias);  // it checked before: no diagnostics
   }
 
-  void Show(const check::CheckedDef& def) { out << ": " << TypeText(def.scheme.type) << "\n"; }
+  // `VALUE : TYPE`, the type after the value's last line; nothing for `()` (what `print` returns).
+  void Show(const interp::Value& value, const check::CheckedDef& def) {
+    core::TypeRef type = session->vars().Resolve(def.scheme.type);
+    const auto* tuple = std::get_if<core::TupleType>(&type->node);
+    if (tuple != nullptr && tuple->elements.empty()) return;
+    std::string text = interp::Interpreter::Show(value);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    if (std::holds_alternative<core::StringType>(type->node)) text = StringLiteral(text);
+    out << text << " : " << TypeText(type) << "\n";
+  }
 
   // ---- Commands ----
 
@@ -665,7 +721,15 @@ Repl::Repl(std::ostream& out, std::ostream& err, ReplConfig config)
 Repl::~Repl() = default;
 
 bool Repl::Run(const std::string& input) {
-  return state_->Run(input);
+  // A bug in weft should not end the session (and lose what was defined): it is reported, and the
+  // next input runs in the session as the failed one left it.
+  try {
+    return state_->Run(input);
+  } catch (const InternalError& error) {
+    state_->Report();
+    state_->err << "weft: internal compiler error: " << error.what() << "\n";
+  }
+  return true;
 }
 
 std::vector<std::string> Repl::NamesInScope() const {
