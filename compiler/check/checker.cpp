@@ -406,7 +406,17 @@ Session::~Session() = default;
 std::vector<CheckedDef> Session::Add(const syntax::Ast& ast) {
   std::vector<CheckedDef> defs;
   RunWithDeepStack([&] {
+    // A definition with errors leaves the scope as it was: it does not hide an earlier good one.
+    std::map<std::string, Binding> before = checker_->globals_;
     checker_->CheckFile(ast, &defs);
+    for (const CheckedDef& def : defs) {
+      if (def.ok) continue;
+      if (auto it = before.find(def.name); it != before.end()) {
+        checker_->globals_[def.name] = it->second;
+      } else {
+        checker_->globals_.erase(def.name);
+      }
+    }
     VerifyInDebugBuilds(checker_->module_, checker_->vars());
   });
   return defs;

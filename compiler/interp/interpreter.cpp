@@ -521,7 +521,8 @@ EvalResult<ValueRef> Evaluator::Call(const ValueRef& callee, const ValueRef& arg
 std::optional<std::size_t> Evaluator::FindDef(std::string_view name, std::size_t before) const {
   const std::vector<core::Def>& defs = module.defs();
   for (std::size_t i = std::min(before, defs.size()); i-- > 0;) {
-    if (defs[i].name == name) return i;
+    // A definition with errors does not replace an earlier one of its name (the REPL's session).
+    if (defs[i].name == name && defs[i].ok) return i;
   }
   return std::nullopt;
 }
