@@ -638,7 +638,7 @@ struct Repl::State {
   }
 
   // Starts a new session and does again, in order, every load and every prompt definition that
-  // checked (results, `it` and `:type`s are not kept, as in GHCi).
+  // checked when it was typed (results, `it` and `:type`s are not kept, as in GHCi).
   void Reload() {
     if (std::none_of(log.begin(), log.end(), [](const LogEntry& entry) { return !entry.file.empty(); })) {
       Error("no file is loaded: nothing to reload");
@@ -651,8 +651,10 @@ struct Repl::State {
         Load(entry.file, "reloaded");
         continue;
       }
-      std::vector<check::CheckedDef> defs = Add(*entry.ast);
-      if (std::all_of(defs.begin(), defs.end(), [](const auto& def) { return def.ok; })) log.push_back(entry);
+      // Kept even when it fails now (a file it uses is broken): it checked when it was typed, and
+      // a later :reload after the fix brings it back.
+      Add(*entry.ast);
+      log.push_back(entry);
     }
   }
 
