@@ -139,7 +139,8 @@ void Checker::DefaultElems(const TypeRef& type) {
   CollectFreeVars(vars_, type, free);
   for (ElemVarId v : free.elems) {
     if (vars_.info(v).level <= vars_.level()) continue;
-    vars_.info(v).binding = Elem{vars_.info(v).cls == ElemClass::Num ? Dtype::I32 : Dtype::F32};
+    ElemClass cls = vars_.info(v).cls;
+    vars_.info(v).binding = Elem{cls == ElemClass::Num || cls == ElemClass::Int ? Dtype::I32 : Dtype::F32};
   }
 }
 
@@ -188,6 +189,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   runtime_checks_.clear();
   elaboration_.Clear();
   int errors_before = diagnostics_.error_count();
+  errors_at_start_ = errors_before;
   if (IsBuiltin(def.name.text)) diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
 
   AnnotationScope scope;
@@ -212,7 +214,12 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
                           ": a class constrains an element type of the signature");
         continue;
       }
-      unifier_.RequireClass(Elem{it->second}, item.class_name.text == "float" ? ElemClass::Float : ElemClass::Num);
+      ElemClass cls = item.class_name.text == "float" ? ElemClass::Float
+                      : item.class_name.text == "int" ? ElemClass::Int
+                                                      : ElemClass::Num;
+      if (auto m = unifier_.RequireClass(Elem{it->second}, cls)) {
+        diagnostics_.Emit(DiagnosticKind::ClassMismatch, item.span, "the `where` clause", m->message);
+      }
     } else if (std::optional<DimFact> fact = WhereFact(item.condition)) {
       facts_.push_back(*fact);
     }

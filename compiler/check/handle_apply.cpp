@@ -181,7 +181,7 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     std::int64_t g = *(*dims)[0].AsConstant();
     ShapeVarId s = vars_.NewShapeVar();
     Dim k = Dim::Var(vars_.NewSizeVar());
-    ElemVarId q = vars_.NewElemVar(ElemClass::Num);
+    ElemVarId q = vars_.NewElemVar(ElemClass::Int);
     ElemVarId t = vars_.NewElemVar(ElemClass::Float);
     ObligeDivisible(k, g, e.span);
     params.push_back({MakeTensor(Elem{q}, Shape{{}, s, {k}}), "the quantized tensor of `dequant`"});

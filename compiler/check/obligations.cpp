@@ -179,6 +179,10 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
     } else if (inferred && !has_params) {
       obligation.report(false);
       def.ok = false;
+    } else if (inferred && diagnostics_.error_count() > errors_at_start_) {
+      // Sizes left open by an earlier error of the definition (an argument that did not unify):
+      // asking for annotations would only echo it.
+      def.ok = false;
     } else if (inferred) {
       TypePrinter p(vars_);
       diagnostics_.Emit(DiagnosticKind::UndecidedObligation, obligation.goal.span,

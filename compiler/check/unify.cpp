@@ -110,15 +110,31 @@ std::optional<Mismatch> Unifier::Unify(const TypeRef& a, const TypeRef& b) {
   return std::nullopt;  // two strings
 }
 
+namespace {
+
+// "a `num`", "an `int`".
+std::string WithArticle(ElemClass cls) {
+  return std::string(cls == ElemClass::Int ? "an `" : "a `") + std::string(Spelling(cls)) + "`";
+}
+
+Mismatch ClassConflict(ElemClass a, ElemClass b) {
+  return Mismatch{Mismatch::Kind::Class,
+                  "no element type is both " + WithArticle(a) + " and " + WithArticle(b) + " type"};
+}
+
+}  // namespace
+
 std::optional<Mismatch> Unifier::RequireClass(const Elem& elem, ElemClass cls) {
   Elem e = vars_.Resolve(elem);
   if (!e.is_var()) {
     if (InClass(e.dtype(), cls)) return std::nullopt;
     return Mismatch{Mismatch::Kind::Class,
-                    "`" + std::string(Spelling(e.dtype())) + "` is not a `" + std::string(Spelling(cls)) + "` type"};
+                    "`" + std::string(Spelling(e.dtype())) + "` is not " + WithArticle(cls) + " type"};
   }
   auto& info = vars_.info(e.var());
-  info.cls = std::max(info.cls, cls);
+  std::optional<ElemClass> joined = JoinClasses(info.cls, cls);
+  if (!joined) return ClassConflict(info.cls, cls);
+  info.cls = *joined;
   return std::nullopt;
 }
 
@@ -135,7 +151,9 @@ std::optional<Mismatch> Unifier::UnifyElem(const Elem& a, const Elem& b) {
   auto& xi = vars_.info(x.var());
   if (y.is_var()) {
     auto& yi = vars_.info(y.var());
-    yi.cls = std::max(yi.cls, xi.cls);
+    std::optional<ElemClass> joined = JoinClasses(yi.cls, xi.cls);
+    if (!joined) return ClassConflict(yi.cls, xi.cls);
+    yi.cls = *joined;
     yi.level = std::min(yi.level, xi.level);
   } else if (auto m = RequireClass(y, xi.cls)) {
     return m;

@@ -15,8 +15,18 @@ std::string_view Spelling(ElemClass cls) {
       return "num";
     case ElemClass::Float:
       return "float";
+    case ElemClass::Int:
+      return "int";
   }
   return "";
+}
+
+std::optional<ElemClass> JoinClasses(ElemClass a, ElemClass b) {
+  if (a == b || b == ElemClass::None) return a;
+  if (a == ElemClass::None) return b;
+  if (a == ElemClass::Num) return b;
+  if (b == ElemClass::Num) return a;
+  return std::nullopt;  // int and float
 }
 
 bool InClass(Dtype dtype, ElemClass cls) {
@@ -28,6 +38,8 @@ bool InClass(Dtype dtype, ElemClass cls) {
     case ElemClass::Float:
       return dtype == Dtype::F8E4M3 || dtype == Dtype::F8E5M2 || dtype == Dtype::F16 || dtype == Dtype::BF16 ||
              dtype == Dtype::F32 || dtype == Dtype::F64;
+    case ElemClass::Int:
+      return dtype != Dtype::Bool && !InClass(dtype, ElemClass::Float);
   }
   return false;
 }

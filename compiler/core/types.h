@@ -30,10 +30,13 @@ using TypeVarId = TypedId<struct TypeVarTag>;
 using ElemVarId = TypedId<struct ElemVarTag>;
 using ShapeVarId = TypedId<struct ShapeVarTag>;
 
-// A class on an element type: `num` (any dtype but bool) or `float` (f8 to f64). Float implies num.
-enum class ElemClass : std::uint8_t { None, Num, Float };
+// A class on an element type: `num` (any dtype but bool), `float` (f8 to f64) or `int` (i4 to u64).
+// Float and int imply num; no dtype is both.
+enum class ElemClass : std::uint8_t { None, Num, Float, Int };
 std::string_view Spelling(ElemClass cls);
 bool InClass(Dtype dtype, ElemClass cls);
+// The class of the dtypes in both: nullopt when there are none (`int` and `float`).
+std::optional<ElemClass> JoinClasses(ElemClass a, ElemClass b);
 
 struct Elem {
   std::variant<Dtype, ElemVarId> value;

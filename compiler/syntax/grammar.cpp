@@ -1000,7 +1000,7 @@ const auto make_class = [](auto& c) {
   auto& a = x3::_attr(c);
   Iterator var = fusion::at_c<0>(a);
   Iterator name = fusion::at_c<1>(a);
-  if (name->text != "num" && name->text != "float") {
+  if (name->text != "num" && name->text != "float" && name->text != "int") {
     B(c).diagnostics.Emit(DiagnosticKind::UnknownClass, name->span, name->text);
   }
   WhereItem item;
