@@ -28,7 +28,8 @@ def load(path):
     if a.dtype.names:
         assert a.dtype.names == ("bf16",), "unexpected structured dtype %s" % a.dtype
         bits = a["bf16"]
-        return "bf16", (bits.astype(np.uint32) << 16).view(np.float32), bits
+        values = (bits.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(bits.shape)
+        return "bf16", values, bits
     if a.dtype.kind == "f":
         return str(a.dtype), a, a.view(UINT[a.dtype.itemsize])
     return str(a.dtype), a, a

@@ -83,12 +83,15 @@ def compute_type(dt):
 def bf16_round(x):
     """float32 array -> float32 array of the nearest bf16 values (ties to even); NaN stays NaN."""
     x = np.asarray(x, np.float32)
-    bits = x.view(np.uint32).astype(np.uint64)
-    lsb = (bits >> 16) & 1
-    rounded = ((bits + 0x7FFF + lsb) >> 16) << 16  # overflow carries into the exponent: infinity
-    out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32).copy()
-    out[np.isnan(x)] = np.nan
-    return out
+    flat = x.reshape(-1)
+    bits = flat.view(np.uint32).astype(np.uint64)
+    lsb = (bits >> np.uint64(16)) & np.uint64(1)
+    # Add just under half a bf16 ulp, plus one for an odd result, and truncate: ties go to even, and
+    # a carry out of the mantissa goes into the exponent (the largest values round up to infinity).
+    rounded = ((bits + np.uint64(0x7FFF) + lsb) >> np.uint64(16)) << np.uint64(16)
+    out = rounded.astype(np.uint32).view(np.float32).copy()
+    out[np.isnan(flat)] = np.nan
+    return out.reshape(x.shape)
 
 
 def round_exact(value, dt):
@@ -373,10 +376,11 @@ def npy_array(dt, values):
     """values as the array weft reads and writes for dt (docs/npy.md)."""
     a = np.asarray(values, holder(dt))
     if dt == "bf16":
-        bits = (a.view(np.uint32) >> 16).astype(np.uint16)
-        assert np.array_equal((bits.astype(np.uint32) << 16).view(np.float32), a, equal_nan=True), \
+        flat = a.reshape(-1)
+        bits = (flat.view(np.uint32) >> 16).astype(np.uint16)
+        assert np.array_equal((bits.astype(np.uint32) << 16).view(np.float32), flat, equal_nan=True), \
             "oracle error: a bf16 value that is not a bf16"
-        return bits.view([("bf16", "<u2")])
+        return bits.view([("bf16", "<u2")]).reshape(a.shape)
     if dt in ("i4", "u4"):
         return a.view([(dt, "|i1" if dt == "i4" else "|u1")])  # one element a byte, by value
     return a
