@@ -232,6 +232,19 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
     }
   } else {
     if (auto m = unifier_.UnifyElem(le, re)) {
+      if (m->kind == Mismatch::Kind::Class) {  // a literal of the wrong kind: `x + 0.5` on integers
+        auto text = [&](syntax::ExprId operand, const LazyText& type) {
+          const auto& node = ast_->Get(operand).node;
+          bool literal = std::holds_alternative<syntax::expr::IntLit>(node) ||
+                         std::holds_alternative<syntax::expr::FloatLit>(node);
+          return literal ? std::string(sources_.Text(ast_->Get(operand).span)) : type.str();
+        };
+        Diagnostic& error = diagnostics_.Emit(
+            DiagnosticKind::ClassMismatch, lspan,
+            "cannot " + std::string(verb) + " `" + text(lhs, ltext) + "` and `" + text(rhs, rtext) + "`", m->message);
+        error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+        return MakeTensor(elem, Shape::Spread(vars_.NewShapeVar()));
+      }
       TypePrinter p(vars_);
       Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DtypeMismatch, lspan, verb, ltext.str(), rtext.str(),
                                             p.Print(le), p.Print(re));
@@ -471,8 +484,10 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
   return std::visit(
       Overloaded{
           [&](std::monostate) -> TypeRef { WEFT_INTERNAL_ERROR("empty expression node"); },
-          [&](const IntLit&) { return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape{}); },
-          [&](const FloatLit&) { return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Float)}, Shape{}); },
+          [&](const IntLit&) { return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num, kIntLiteralName)}, Shape{}); },
+          [&](const FloatLit&) {
+            return MakeTensor(Elem{vars_.NewElemVar(ElemClass::Float, kFloatLiteralName)}, Shape{});
+          },
           [&](const StringLit&) { return MakeString(); },
           [&](const BoolLit&) { return MakeScalar(Dtype::Bool); },
           [&](const Var& var) -> TypeRef {

@@ -156,6 +156,15 @@ std::optional<Mismatch> Unifier::UnifyElem(const Elem& a, const Elem& b) {
     yi.cls = *joined;
     yi.level = std::min(yi.level, xi.level);
   } else if (auto m = RequireClass(y, xi.cls)) {
+    if (xi.name == kIntLiteralName || xi.name == kFloatLiteralName) {
+      // `(2.5 : i64)`: say what was found where, rather than which class the dtype lacks.
+      Dtype d = y.dtype();
+      bool integer = d != Dtype::Bool && !InClass(d, ElemClass::Float);
+      m->message =
+          "found " + xi.name + " where " +
+          (integer ? "an integer (`" + std::string(Spelling(d)) + "`)" : "`" + std::string(Spelling(d)) + "`") +
+          " is needed";
+    }
     return m;
   }
   xi.binding = y;

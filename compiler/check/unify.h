@@ -28,6 +28,11 @@ struct Mismatch {
   std::string message;
 };
 
+// The names of the element-type variables of literals (never a program's names: they have spaces),
+// so that a mismatch can say what the literal was.
+inline constexpr const char* kIntLiteralName = "an integer literal";
+inline constexpr const char* kFloatLiteralName = "a float literal";
+
 // An equation between dims that unification could not decide.
 struct DeferredEquality {
   Dim lhs;
