@@ -143,6 +143,13 @@ def round_to(dt, x):
     return wrap(dt, x)
 
 
+def literal(dt, text):
+    """A weak literal: the decimal `text` rounded once, from its exact value, to dt."""
+    if is_float(dt):
+        return cast(dt, np.array(round_exact(Fraction(text), dt)))
+    return wrap(dt, np.array(int(text), object))
+
+
 def wrap(dt, x):
     """Integers (any size) -> dt's values: the low bits, sign-extended when signed."""
     bits = INT_BITS[dt]
