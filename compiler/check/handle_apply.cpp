@@ -119,7 +119,7 @@ TypeRef Checker::InferShapeBuiltin(const std::string& name, const syntax::Expr& 
     result = MakeTensor(Elem{Dtype::I64}, Shape::Of(*dims));
   } else if (name == "random") {
     params.push_back({MakeScalar(Dtype::I64), "the seed of `random`"});
-    result = MakeTensor(Elem{vars_.NewElemVar(ElemClass::Num)}, Shape::Of(*dims));
+    result = MakeTensor(Elem{vars_.NewElemVar()}, Shape::Of(*dims));
   } else if (name == "reshape") {
     ElemVarId t = vars_.NewElemVar();
     Shape s = Shape::Spread(vars_.NewShapeVar());

@@ -49,7 +49,7 @@ constexpr BuiltinSpec kBuiltins[] = {
     {"reshape", "i64[r] -> 't[..s] -> 't[..u]", ElemClass::None},
     {"permute", "i64[r] -> 't[..s] -> 't[..u]", ElemClass::None},
     {"dequant", "i64[1] -> 'q[..s, k] -> 't[..s, g] -> 't[..s, k]", ElemClass::Float},
-    {"random", "i64[r] -> i64 -> 't[..s]", ElemClass::Num},
+    {"random", "i64[r] -> i64 -> 't[..s]", ElemClass::None},
     // Host-only built-ins, for `main`.
     {"load", "string -> 't[..s]", ElemClass::None},
     {"save", "string -> 't[..s] -> ()", ElemClass::None},
