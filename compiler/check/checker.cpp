@@ -1,5 +1,7 @@
 // Definitions, kernels' signatures, imports, instantiation and generalization: the outer loop of
 // the checker (check.h has the algorithm).
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "base/stack.h"
@@ -94,23 +96,54 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     // becomes a run-time check when the obligations are discharged.
     map.sizes[v] = Dim::Var(vars_.NewSizeVar(VarKind::Flexible, vars_.info(v).name));
   }
+  // The callee's size names, for showing a clause as this call reads it.
+  std::map<std::string, Dim> by_name;
+  for (SizeVarId v : scheme.quantified.sizes) {
+    if (!vars_.info(v).name.empty()) by_name.emplace(vars_.info(v).name, map.sizes.at(v));
+  }
   for (const DimFact& fact : scheme.where) {
     DimFact goal{SubstDim(vars_, fact.lhs, map), fact.relation, SubstDim(vars_, fact.rhs, map), call};
     std::string clause(sources_.Text(fact.span));
     Span where_span = fact.span;
     Oblige(
         goal,
-        [this, name, clause, goal, where_span](bool refuted) {
-          TypePrinter p(vars_);
-          std::string detail = ": here it reads `" + p.Print(goal.lhs) + " " + std::string(Spelling(goal.relation)) +
-                               " " + p.Print(goal.rhs) + "`" +
+        [this, name, clause, by_name, where_span, span = goal.span](bool refuted) {
+          std::string detail = ": here it reads `" + InstantiateClause(clause, by_name) + "`" +
                                (refuted ? ", which is false" : ", which is not provable");
-          Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, goal.span, name, clause, detail);
+          Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, span, name, clause, detail);
           error.notes.push_back(MakeNote(DiagnosticKind::NoteWhereClause, where_span, name));
         },
         "the `where` clause of `" + name + "`");
   }
   return SubstType(vars_, scheme.type, map);
+}
+
+std::string Checker::InstantiateClause(std::string_view clause, const std::map<std::string, Dim>& sizes) {
+  // The clause as written, each size name replaced by what this call made it (parenthesized unless
+  // it is one name or number): `n % 4 == 0` at a call with `f32[6]` reads `6 % 4 == 0`.
+  TypePrinter printer(vars_);
+  std::string out;
+  std::size_t i = 0;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '\''; };
+  while (i < clause.size()) {
+    if (!word(clause[i])) {
+      out += clause[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < clause.size() && word(clause[end])) ++end;
+    std::string name(clause.substr(i, end - i));
+    auto it = sizes.find(name);
+    if (it == sizes.end()) {
+      out += name;
+    } else {
+      std::string text = printer.Print(vars_.Resolve(it->second));
+      bool atomic = std::all_of(text.begin(), text.end(), word);
+      out += atomic ? text : "(" + text + ")";
+    }
+    i = end;
+  }
+  return out;
 }
 
 Scheme Checker::Generalize(const TypeRef& type) {

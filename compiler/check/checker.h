@@ -107,6 +107,8 @@ class Checker {
   void CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own);
   void Import(const syntax::Decl& decl, const syntax::Import& import);
   TypeRef Instantiate(const Scheme& scheme, Span call, const std::string& name);
+  // A `where` clause's text with its size names replaced by the dims a call gave them.
+  std::string InstantiateClause(std::string_view clause, const std::map<std::string, Dim>& sizes);
   Scheme Generalize(const TypeRef& type);
   void DefaultElems(const TypeRef& type);
   void Define(const std::string& name, Span span, Binding binding);
