@@ -78,7 +78,11 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(2);
-});
+module.exports = { loadGrammar, tokens, defaultFiles, root };
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(2);
+  });
+}
