@@ -1,0 +1,2 @@
+" Weft source files: *.weft.
+autocmd BufRead,BufNewFile *.weft setfiletype weft
