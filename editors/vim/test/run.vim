@@ -100,7 +100,7 @@ call s:Check('invalid character', s:GroupAt(5, '!'), 'weftError')
 bwipeout!
 
 " --- indentation -----------------------------------------------------------------------------
-execute 'edit ' . fnameescape(s:root . '/editors/vim/test/indent.weft')
+execute 'edit ' . fnameescape(s:root . '/editors/test/indent.weft')
 let s:expected = getline(1, '$')
 silent %s/^\s\+//e
 silent normal! gg=G
