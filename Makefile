@@ -11,7 +11,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp format format-check clean
+.PHONY: editors-deps editors-npm editors-test vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -44,10 +44,43 @@ test:
 	$(MAKE) --no-print-directory format-check build-dev build-fuzz || exit 1; \
 	built=$$(date +%s); \
 	ctest --preset dev -j2 || exit 1; \
+	$(MAKE) --no-print-directory editors-test || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS) || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS) || exit 1; \
 	done=$$(date +%s); \
 	echo "make test: build $$((built - start)) s, tests $$((done - built)) s"
+
+# Editor support (editors/, docs/editors.md): Vim and Emacs for their tests, and Node.js with npm
+# for the VS Code extension. A Node.js already on PATH is kept (NodeSource's bundles npm, and
+# Debian's npm would conflict with it); Debian's nodejs and npm are installed only where absent.
+EDITOR_PACKAGES := vim emacs-nox
+
+editors-deps:
+	@missing=$$(for p in $(EDITOR_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+	  echo "make editors-deps: installing" $$missing; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi; \
+	for tool in node npm vim emacs; do \
+	  command -v $$tool >/dev/null || { echo "make editors-deps: $$tool is missing and could not be installed; the editor tests need it" >&2; exit 1; }; \
+	done
+
+# The VS Code extension's npm packages, exactly as package-lock.json pins them (needs the npm registry;
+# no install scripts: none of the packages needs one here).
+editors-npm: editors-deps
+	cd editors/vscode && npm ci --no-audit --no-fund --ignore-scripts
+
+# Package the VS Code extension: build/editors/weft.vsix (code --install-extension build/editors/weft.vsix).
+vsix: editors-npm
+	mkdir -p build/editors
+	cd editors/vscode && node_modules/.bin/vsce package --skip-license --allow-missing-repository -o ../../build/editors/weft.vsix
+
+# The grammar, client and packaging tests of editors/vscode, and the Vim and Emacs tests.
+editors-test: vsix
+	VSIX=$(CURDIR)/build/editors/weft.vsix editors/test.sh
 
 fuzz: build-fuzz
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
