@@ -183,6 +183,8 @@ class Checker {
   core::Module module_;          // every definition checked so far, elaborated
   syntax::ExprId current_expr_;  // the innermost expression being inferred
   solver::Solver solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/false}};
+  // For errors only: which `where` facts a refutation or a contradiction needs (a minimal core).
+  solver::Solver core_solver_{solver::Options{2'000'000, 0, /*minimize_cores=*/true}};
 };
 
 }  // namespace weft::check

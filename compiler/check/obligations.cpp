@@ -136,6 +136,34 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
     }
     return out;
   };
+  // The written `where` facts among a core's labels (later ones are assumed obligations).
+  auto written = [&](const std::vector<std::string>& core) {
+    std::vector<const DimFact*> out;
+    for (const std::string& label : core) {
+      std::size_t i = std::stoul(label);
+      if (i < facts_.size()) out.push_back(&facts_[i]);
+    }
+    return out;
+  };
+  // Facts that contradict each other make every obligation hold vacuously: an error of their own.
+  if (!facts.empty()) {
+    solver::Answer answer = core_solver_.Prove(solver_facts(), {Dim(), Relation::kEq, Dim::Constant(1)});
+    if (answer.verdict == solver::Verdict::kProved) {
+      std::vector<const DimFact*> core = written(answer.core);
+      std::string listed;
+      for (std::size_t i = 0; i < core.size(); ++i) {
+        listed += std::string(i == 0                 ? ""
+                              : i + 1 == core.size() ? " and "
+                                                     : ", ") +
+                  "`" + std::string(sources_.Text(core[i]->span)) + "`";
+      }
+      Span span = core.empty() ? facts_.front().span : core.front()->span.To(core.back()->span);
+      diagnostics_.Emit(DiagnosticKind::WhereContradiction, span, listed.empty() ? "them" : listed);
+      def.ok = false;
+      obligations_.clear();
+      return;
+    }
+  }
   for (Obligation& obligation : obligations_) {
     Dim lhs = vars_.Resolve(obligation.goal.lhs);
     Dim rhs = vars_.Resolve(obligation.goal.rhs);
@@ -159,8 +187,18 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
     }
     if (verdict == Verdict::Proved) continue;
     if (verdict == Verdict::Refuted) {
+      std::size_t before = diagnostics_.all().size();
       obligation.report(true);
       def.ok = false;
+      // A refutation that needs `where` facts points at them (Z3's minimal unsat core).
+      if (diagnostics_.all().size() > before && !facts.empty()) {
+        solver::Answer answer = core_solver_.Prove(solver_facts(), {lhs, relation, rhs});
+        Diagnostic& error = diagnostics_.last();
+        for (const DimFact* fact : written(answer.core)) {
+          error.notes.push_back(
+              MakeNote(DiagnosticKind::NoteWhereFact, fact->span, std::string(sources_.Text(fact->span))));
+        }
+      }
       continue;
     }
     // Unknown: who owns the sizes decides what happens.
