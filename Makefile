@@ -1,5 +1,5 @@
 # The README's two commands, and the steps they are made of. Each target installs what it needs.
-#   make run    install, build (release), and check an example program (its definitions' types)
+#   make run    install, build (release), check an example program and run it (weft run)
 #   make test   install, build (dev preset: debug + ASan/UBSan, and the fuzz harness), run every test
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
@@ -33,8 +33,10 @@ build-fuzz: deps
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz
 
+# Check the example (each definition's type), then run its `def main` on the interpreter.
 run: build-release
 	./build/release/compiler/driver/weft check $(EXAMPLE)
+	./build/release/compiler/driver/weft run $(EXAMPLE)
 
 # Check the formatting, build the dev preset and the fuzz harnesses, run unit + lit tests under the
 # sanitizers, then fuzz the parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build
