@@ -25,6 +25,9 @@ find_package(Catch2 2.13 REQUIRED)
 # libedit for the REPL's line editing (BSD licence).
 pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 
+# nlohmann-json for the language server's JSON-RPC (header-only); confined to compiler/lsp.
+find_package(nlohmann_json 3.10 REQUIRED)
+
 # lit and FileCheck, from llvm-19-tools.
 find_program(WEFT_LIT NAMES lit.py PATHS /usr/lib/llvm-19/build/utils/lit NO_DEFAULT_PATH)
 find_program(WEFT_FILECHECK NAMES FileCheck PATHS ${LLVM_TOOLS_BINARY_DIR} /usr/lib/llvm-19/bin NO_DEFAULT_PATH)

@@ -18,6 +18,7 @@
 #include "driver/options.h"
 #include "driver/repl.h"
 #include "interp/interpreter.h"
+#include "lsp/server.h"
 #include "syntax/parser.h"
 #include "syntax/printer.h"
 
@@ -156,6 +157,8 @@ ExitCode Main(int argc, char** argv) {
       return static_cast<ExitCode>(driver::RunLayout(*options, std::cout, std::cerr));
     case driver::Command::Repl:
       return static_cast<ExitCode>(driver::RunRepl(*options));
+    case driver::Command::Lsp:
+      return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, DefaultCheckOptions()));
     case driver::Command::Help:
     case driver::Command::None:
       break;

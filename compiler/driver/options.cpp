@@ -54,6 +54,14 @@ constexpr CommandInfo kCommands[] = {
      "and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal; otherwise\n"
      "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"lsp", Command::Lsp, "a language server for editors (the Language Server Protocol, on stdin and stdout)",
+     "usage: weft lsp\n"
+     "\n"
+     "Serves the Language Server Protocol on standard input and output, for an editor to start\n"
+     "(docs/lsp.md; editor set-up in docs/editors.md): diagnostics as you type, the type of the name or\n"
+     "expression under the cursor with its symbolic shape, go to definition, the file's definitions\n"
+     "with their types, and completion of the names in scope. Messages about the server itself go\n"
+     "to standard error. `--stdio`, which some clients add, is accepted and changes nothing.\n"},
 };
 
 // Splits `--name=value` or takes the value from the next argument.
@@ -133,6 +141,8 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     }
     if (arg == "--help" || arg == "-h") {
       options.help = true;
+    } else if (options.command == Command::Lsp && arg == "--stdio") {
+      continue;  // the only transport
     } else if (options.command == Command::Run && arg == "--cpu") {
       options.cpu = true;
     } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
@@ -189,6 +199,11 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     return std::nullopt;
   }
   if (options.command == Command::Repl) return options;  // any number of files to load
+  if (options.command == Command::Lsp) {
+    if (options.inputs.empty()) return options;
+    error = "`weft lsp` takes no FILE: an editor opens documents through the protocol";
+    return std::nullopt;
+  }
   if (options.inputs.size() != 1) {
     error = options.inputs.empty()
                 ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"

@@ -10,7 +10,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout, Run, Repl };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp };
 
 enum class Emit { Types, Core, Ast, AstSexp };
 

@@ -1,0 +1,755 @@
+// The server's answers; queries.h states how a position is read.
+#include "lsp/queries.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "base/overloaded.h"
+#include "core/type_printer.h"
+
+namespace weft::lsp {
+namespace {
+
+using core::TypeRef;
+using core::VarStore;
+using syntax::TokenKind;
+
+bool Holds(Span outer, std::uint32_t begin, std::uint32_t end) {
+  return outer.begin <= begin && end <= outer.end;
+}
+
+// ---- Spans to places in the document or in the files it imports ----
+
+// A span of the view's analysis in the document's current text; nothing when the edit since then
+// touched it.
+std::optional<Range> DocumentRange(const Document& document, const View& view, Span span) {
+  std::optional<std::uint32_t> begin = view.map.ToNew(span.begin);
+  std::optional<std::uint32_t> end = span.end == span.begin ? begin : view.map.EndToNew(span.end);
+  if (!begin || !end) return std::nullopt;
+  return document.lines().ToRange(*begin, *end);
+}
+
+std::optional<Location> LocationOf(const Document& document, const View& view, Span span) {
+  const Analysis& analysis = *view.analysis;
+  if (span.file == analysis.file) {
+    std::optional<Range> range = DocumentRange(document, view, span);
+    if (!range) return std::nullopt;
+    return Location{document.path(), *range};
+  }
+  if (!span.valid()) return std::nullopt;
+  const SourceBuffer& buffer = analysis.sources.Get(span.file);
+  LineIndex lines(buffer.text());
+  return Location{std::string(buffer.name()), lines.ToRange(span.begin, span.end)};
+}
+
+// The file an `import` reads, as check/checker.cpp's Import resolves it.
+std::string ImportPath(const Analysis& analysis, const syntax::Import& import) {
+  namespace fs = std::filesystem;
+  fs::path path = import.is_path ? fs::path(analysis.path).parent_path() / import.target
+                                 : fs::path(analysis.options.stdlib_dir) / (import.target + ".weft");
+  return path.lexically_normal().string();
+}
+
+// The name of a definition: the word after `def` or `kernel` at the start of its span.
+Span NameSpan(const SourceManager& sources, const core::Def& def) {
+  std::string_view text = sources.Get(def.span.file).text();
+  std::uint32_t i = def.span.begin;
+  auto word = [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '\''; };
+  while (i < text.size() && word(text[i])) ++i;  // the keyword
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) ++i;
+  std::uint32_t begin = i;
+  while (i < text.size() && word(text[i])) ++i;
+  return Span{def.span.file, begin, i};
+}
+
+// ---- Text for hovers ----
+
+std::string CodeBlock(const std::string& line) {
+  return "```weft\n" + line + "\n```";
+}
+
+// An expression's source on one line, shortened if long.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if (!space) {
+      out += c;
+    } else if (!out.empty() && out.back() != ' ') {
+      out += ' ';
+    }
+  }
+  constexpr std::size_t kMax = 60;
+  if (out.size() > kMax) {
+    std::size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    out = out.substr(0, cut) + " ...";
+  }
+  return out;
+}
+
+std::string Signature(const VarStore& vars, const core::Def& def) {
+  core::TypePrinter printer(vars);
+  return def.name + " : " + printer.PrintWithClasses(def.scheme.type);
+}
+
+// ---- The core IR: the innermost node at a token, and the binders in scope ----
+
+struct CoreChildren {
+  std::vector<core::ExprId> exprs;
+  std::vector<core::PatternId> patterns;
+};
+
+CoreChildren ChildrenOf(const core::Expr& e) {
+  namespace ce = core::expr;
+  CoreChildren c;
+  auto add = [&](const std::vector<core::ExprId>& ids) { c.exprs.insert(c.exprs.end(), ids.begin(), ids.end()); };
+  std::visit(Overloaded{
+                 [](const ce::IntLit&) {},
+                 [](const ce::FloatLit&) {},
+                 [](const ce::BoolLit&) {},
+                 [](const ce::StringLit&) {},
+                 [](const ce::Local&) {},
+                 [](const ce::Global&) {},
+                 [](const ce::Builtin&) {},
+                 [](const ce::SizeValue&) {},
+                 [](const ce::ShapeArg&) {},
+                 [&](const ce::Apply& apply) {
+                   c.exprs.push_back(apply.callee);
+                   add(apply.args);
+                 },
+                 [&](const ce::Lambda& lambda) {
+                   c.patterns = lambda.params;
+                   c.exprs.push_back(lambda.body);
+                 },
+                 [&](const ce::Let& let) {
+                   c.patterns.push_back(let.pattern);
+                   c.exprs = {let.value, let.body};
+                 },
+                 [&](const ce::If& branch) {
+                   c.exprs = {branch.condition, branch.then_branch, branch.else_branch};
+                 },
+                 [&](const ce::Tuple& tuple) { add(tuple.elements); },
+                 [&](const ce::TensorLit& list) { add(list.elements); },
+                 [&](const ce::Index& index) {
+                   c.exprs.push_back(index.base);
+                   for (const ce::IndexItem& item : index.items) {
+                     if (item.kind == ce::IndexItem::Kind::At) c.exprs.push_back(item.at);
+                   }
+                 },
+                 [&](const ce::Loop& loop) {
+                   c.patterns.push_back(loop.state);
+                   c.exprs = {loop.init, loop.bound, loop.body};
+                 },
+                 [&](const ce::Cast& cast) { c.exprs.push_back(cast.operand); },
+             },
+             e.node);
+  return c;
+}
+
+// A name bound in the core IR, and where.
+struct Binder {
+  std::string name;
+  Span span;  // the name in its pattern (a loop's counter: the name after `for`)
+  TypeRef type;
+};
+
+struct CoreNode {
+  bool is_pattern = false;
+  core::ExprId expr;
+  core::PatternId pattern;
+};
+
+class CoreReader {
+ public:
+  CoreReader(const Analysis& analysis, const core::Def& def)
+      : analysis_(analysis), module_(analysis.result->module), def_(def) {}
+
+  // The innermost expression or pattern whose span holds [begin, end).
+  std::optional<CoreNode> Innermost(std::uint32_t begin, std::uint32_t end) {
+    begin_ = begin;
+    end_ = end;
+    best_.reset();
+    for (core::PatternId p : def_.params) VisitPattern(p);
+    if (def_.body.valid()) VisitExpr(def_.body);
+    return best_;
+  }
+
+  // The binders visible at `offset`, innermost last.
+  std::vector<Binder> ScopeAt(std::uint32_t offset) {
+    std::vector<Binder> scope;
+    for (core::PatternId p : def_.params) Bind(p, scope);
+    if (def_.body.valid()) ScopeIn(def_.body, offset, scope);
+    return scope;
+  }
+
+  const core::Module& module() const { return module_; }
+
+ private:
+  void Consider(Span span, CoreNode node) {
+    if (span.file != analysis_.file || !Holds(span, begin_, end_)) return;
+    std::uint32_t size = span.end - span.begin;
+    if (best_ && size > best_size_) return;  // on a tie the later, deeper node wins
+    best_ = node;
+    best_size_ = size;
+  }
+
+  void VisitPattern(core::PatternId id) {
+    const core::Pattern& p = module_.Get(id);
+    Consider(p.span, CoreNode{true, {}, id});
+    if (const auto* tuple = std::get_if<core::pattern::Tuple>(&p.node)) {
+      for (core::PatternId element : tuple->elements) VisitPattern(element);
+    }
+  }
+
+  void VisitExpr(core::ExprId id) {
+    const core::Expr& e = module_.Get(id);
+    Consider(e.span, CoreNode{false, id, {}});
+    CoreChildren children = ChildrenOf(e);
+    for (core::PatternId p : children.patterns) VisitPattern(p);
+    for (core::ExprId child : children.exprs) VisitExpr(child);
+  }
+
+  void Bind(core::PatternId id, std::vector<Binder>& scope) const {
+    const core::Pattern& p = module_.Get(id);
+    std::visit(Overloaded{
+                   [&](const core::pattern::Name& name) {
+                     scope.push_back({name.name, p.span, p.type});
+                   },
+                   [](const core::pattern::Wildcard&) {},
+                   [&](const core::pattern::Tuple& tuple) {
+                     for (core::PatternId element : tuple.elements) Bind(element, scope);
+                   },
+               },
+               p.node);
+  }
+
+  // A loop's counter has no pattern: it is the name after `for` (or `pipeline`) in the loop.
+  Span CounterSpan(Span loop, const std::string& counter) const {
+    std::string_view text = analysis_.text();
+    bool after_keyword = false;
+    for (const Analysis::TokenSpan& token : analysis_.tokens) {
+      if (token.span.begin < loop.begin) continue;
+      if (token.span.begin >= loop.end) break;
+      if (after_keyword && token.kind == TokenKind::Identifier &&
+          text.substr(token.span.begin, token.span.end - token.span.begin) == counter)
+        return token.span;
+      after_keyword = token.kind == TokenKind::For || token.kind == TokenKind::Pipeline;
+    }
+    return Span{};
+  }
+
+  void ScopeIn(core::ExprId id, std::uint32_t offset, std::vector<Binder>& scope) const {
+    const core::Expr& e = module_.Get(id);
+    if (e.span.file != analysis_.file || offset < e.span.begin || offset > e.span.end) return;
+    if (const auto* let = std::get_if<core::expr::Let>(&e.node)) {
+      if (offset <= module_.Get(let->value).span.end) return ScopeIn(let->value, offset, scope);
+      Bind(let->pattern, scope);
+      return ScopeIn(let->body, offset, scope);
+    }
+    if (const auto* lambda = std::get_if<core::expr::Lambda>(&e.node)) {
+      if (!lambda->params.empty() && offset < module_.Get(lambda->params.back()).span.end) return;
+      for (core::PatternId p : lambda->params) Bind(p, scope);
+      return ScopeIn(lambda->body, offset, scope);
+    }
+    if (const auto* loop = std::get_if<core::expr::Loop>(&e.node)) {
+      if (offset <= module_.Get(loop->bound).span.end) {
+        ScopeIn(loop->init, offset, scope);
+        return ScopeIn(loop->bound, offset, scope);
+      }
+      Bind(loop->state, scope);
+      scope.push_back({loop->counter, CounterSpan(e.span, loop->counter), module_.Get(loop->bound).type});
+      return ScopeIn(loop->body, offset, scope);
+    }
+    for (core::ExprId child : ChildrenOf(e).exprs) ScopeIn(child, offset, scope);
+  }
+
+  const Analysis& analysis_;
+  const core::Module& module_;
+  const core::Def& def_;
+  std::uint32_t begin_ = 0, end_ = 0;
+  std::optional<CoreNode> best_;
+  std::uint32_t best_size_ = 0;
+};
+
+const Binder* Find(const std::vector<Binder>& scope, std::string_view name) {
+  for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+    if (it->name == name) return &*it;
+  }
+  return nullptr;
+}
+
+// The definition of the view's analysis whose span holds `offset`.
+const core::Def* DefAt(const Analysis& analysis, std::uint32_t offset) {
+  for (const core::Def* def : analysis.OwnDefs()) {
+    if (def->span.begin <= offset && offset <= def->span.end) return def;
+  }
+  return nullptr;
+}
+
+// Whether the definition has core IR to read: it checked, and it is not a kernel.
+bool Readable(const core::Def* def) {
+  return def && def->ok && def->body.valid();
+}
+
+// The syntax declaration named by a token of it (its name), if the token is one.
+const syntax::Decl* DeclNamed(const Analysis& analysis, Span token) {
+  for (const syntax::Decl& decl : analysis.ast.decls()) {
+    const syntax::Name* name = nullptr;
+    if (const auto* def = std::get_if<syntax::Def>(&decl.node)) name = &def->name;
+    if (const auto* kernel = std::get_if<syntax::KernelDecl>(&decl.node)) name = &kernel->name;
+    if (name && name->span.begin == token.begin && name->span.end == token.end) return &decl;
+  }
+  return nullptr;
+}
+
+const core::Def* CoreDefOf(const Analysis& analysis, const syntax::Decl& decl) {
+  for (const core::Def* def : analysis.OwnDefs()) {
+    if (def->span.begin == decl.span.begin) return def;
+  }
+  return nullptr;
+}
+
+// ---- The syntax tree: binders in scope where the core IR has nothing ----
+
+struct SyntaxBinder {
+  std::string name;
+  Span span;
+  syntax::TypeId annotation;  // invalid when none is written
+};
+
+class SyntaxReader {
+ public:
+  explicit SyntaxReader(const syntax::Ast& ast) : ast_(ast) {}
+
+  std::vector<SyntaxBinder> ScopeAt(const syntax::Def& def, std::uint32_t offset) const {
+    std::vector<SyntaxBinder> scope;
+    for (const syntax::Name& size : def.size_binders) scope.push_back({size.text, size.span, {}});
+    for (const syntax::Param& param : def.params) Bind(param.pattern, {}, scope);
+    if (def.body.valid()) ScopeIn(def.body, offset, scope);
+    return scope;
+  }
+
+ private:
+  void Bind(syntax::PatternId id, syntax::TypeId annotation, std::vector<SyntaxBinder>& scope) const {
+    const syntax::Pattern& p = ast_.Get(id);
+    namespace sp = syntax::pattern;
+    std::visit(Overloaded{
+                   [](std::monostate) {},
+                   [&](const sp::Name& name) {
+                     scope.push_back({name.name, p.span, annotation});
+                   },
+                   [](const sp::Wildcard&) {},
+                   [&](const sp::Tuple& tuple) {
+                     for (syntax::PatternId element : tuple.elements) Bind(element, {}, scope);
+                   },
+                   [&](const sp::Typed& typed) { Bind(typed.pattern, typed.type, scope); },
+               },
+               p.node);
+  }
+
+  Span SpanOf(syntax::ExprId id) const { return ast_.Get(id).span; }
+
+  void ScopeIn(syntax::ExprId id, std::uint32_t offset, std::vector<SyntaxBinder>& scope) const {
+    if (!id.valid()) return;
+    const syntax::Expr& e = ast_.Get(id);
+    if (offset < e.span.begin || offset > e.span.end) return;
+    namespace se = syntax::expr;
+    auto each = [&](std::initializer_list<syntax::ExprId> ids) {
+      for (syntax::ExprId child : ids) ScopeIn(child, offset, scope);
+    };
+    auto all = [&](const std::vector<syntax::ExprId>& ids) {
+      for (syntax::ExprId child : ids) ScopeIn(child, offset, scope);
+    };
+    std::visit(Overloaded{
+                   [](std::monostate) {},
+                   [](const se::IntLit&) {},
+                   [](const se::FloatLit&) {},
+                   [](const se::StringLit&) {},
+                   [](const se::BoolLit&) {},
+                   [](const se::Var&) {},
+                   [](const se::OperatorRef&) {},
+                   [&](const se::Apply& apply) {
+                     each({apply.callee});
+                     all(apply.args);
+                   },
+                   [&](const se::Lambda& lambda) {
+                     if (!lambda.params.empty() && offset < ast_.Get(lambda.params.back()).span.end) return;
+                     for (syntax::PatternId p : lambda.params) Bind(p, {}, scope);
+                     each({lambda.body});
+                   },
+                   [&](const se::Let& let) {
+                     if (offset <= SpanOf(let.value).end) return each({let.value});
+                     Bind(let.pattern, {}, scope);
+                     each({let.body});
+                   },
+                   [&](const se::If& branch) {
+                     each({branch.condition, branch.then_branch, branch.else_branch});
+                   },
+                   [&](const se::Binary& binary) {
+                     each({binary.lhs, binary.rhs});
+                   },
+                   [&](const se::Negate& negate) { each({negate.operand}); },
+                   [&](const se::Tuple& tuple) { all(tuple.elements); },
+                   [&](const se::List& list) { all(list.elements); },
+                   [&](const se::Ascribe& ascribe) { each({ascribe.expr}); },
+                   [&](const se::Index& index) {
+                     each({index.base});
+                     for (const se::IndexItem& item : index.items) each({item.lo, item.hi});
+                   },
+                   [&](const se::Loop& loop) {
+                     if (offset <= SpanOf(loop.bound).end) return each({loop.init, loop.bound});
+                     Bind(loop.state, {}, scope);
+                     scope.push_back({loop.counter.text, loop.counter.span, {}});
+                     each({loop.body});
+                   },
+                   [&](const se::Pipeline& pipeline) {
+                     if (offset <= SpanOf(pipeline.init).end) return each({pipeline.bound, pipeline.init});
+                     scope.push_back({pipeline.counter.text, pipeline.counter.span, {}});
+                     Bind(pipeline.state, {}, scope);
+                     each({pipeline.body});
+                   },
+                   [&](const se::Cast& cast) { each({cast.operand}); },
+               },
+               e.node);
+  }
+
+  const syntax::Ast& ast_;
+};
+
+const syntax::Def* SyntaxDefAt(const Analysis& analysis, std::uint32_t offset) {
+  for (const syntax::Decl& decl : analysis.ast.decls()) {
+    if (decl.span.begin <= offset && offset <= decl.span.end) return std::get_if<syntax::Def>(&decl.node);
+  }
+  return nullptr;
+}
+
+std::string TokenText(const Analysis& analysis, Span span) {
+  return std::string(analysis.text().substr(span.begin, span.end - span.begin));
+}
+
+// ---- Reading a position in the current analysis, then in earlier ones ----
+
+// A token of a view, with the definition around it when that definition can be read.
+struct Point {
+  const View* view;
+  const Analysis::TokenSpan* token;
+  const core::Def* def;  // readable (checked, with a body)
+};
+
+// Steps 1 and 2 of queries.h: the first view whose definition at `offset` checked. Stops at the
+// current analysis when its definition there checked, even if the token is not in its IR.
+std::optional<Point> ReadablePoint(const std::vector<View>& views, std::uint32_t offset) {
+  for (const View& view : views) {
+    std::optional<std::uint32_t> old = view.map.ToOld(offset);
+    if (!old) continue;
+    const Analysis::TokenSpan* token = view.analysis->TokenAt(*old);
+    if (!token) return std::nullopt;  // white space or a comment
+    const core::Def* def = DefAt(*view.analysis, *old);
+    if (Readable(def)) return Point{&view, token, def};
+  }
+  return std::nullopt;
+}
+
+std::vector<View> Views(const Document& document) {
+  std::vector<View> views{document.current()};
+  for (View& view : document.Earlier()) views.push_back(std::move(view));
+  return views;
+}
+
+std::optional<Location> GlobalLocation(const Document& document, const std::string& name) {
+  const View& view = document.current();
+  const Analysis& analysis = *view.analysis;
+  if (!analysis.result) return std::nullopt;
+  const core::Def* def = analysis.result->module.Find(name);
+  if (!def) return std::nullopt;
+  return LocationOf(document, view, NameSpan(analysis.sources, *def));
+}
+
+}  // namespace
+
+// ---- Diagnostics ----
+
+std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
+  const View& view = document.current();
+  const Analysis& analysis = *view.analysis;
+  std::vector<PublishedDiagnostic> out;
+  // Where an error in an imported file is shown: the `import` that reads that file.
+  auto import_of = [&](FileId file) -> std::optional<Range> {
+    std::string name(analysis.sources.Get(file).name());
+    for (const syntax::Decl& decl : analysis.ast.decls()) {
+      if (!std::holds_alternative<syntax::Import>(decl.node)) continue;
+      // The module's own name is enough for the stdlib; a path import is compared as resolved.
+      const auto& import = std::get<syntax::Import>(decl.node);
+      std::string stem = std::filesystem::path(name).stem().string();
+      if (import.target == stem || name.ends_with(import.target)) return DocumentRange(document, view, decl.span);
+    }
+    return std::nullopt;
+  };
+  auto related = [&](Span span, const std::string& message, std::vector<RelatedInformation>& list) {
+    if (std::optional<Location> location = LocationOf(document, view, span)) list.push_back({*location, message});
+  };
+  for (const Diagnostic& diagnostic : analysis.diagnostics.all()) {
+    const DiagnosticInfo& info = Info(diagnostic.kind);
+    PublishedDiagnostic d;
+    d.severity = info.severity == Severity::Error     ? DiagnosticSeverity::Error
+                 : info.severity == Severity::Warning ? DiagnosticSeverity::Warning
+                                                      : DiagnosticSeverity::Information;
+    d.code = std::string(info.id);
+    d.message = diagnostic.message;
+    if (diagnostic.span.file == analysis.file) {
+      std::optional<Range> range = DocumentRange(document, view, diagnostic.span);
+      if (range) d.range = *range;
+    } else if (diagnostic.span.valid()) {
+      const SourceBuffer& buffer = analysis.sources.Get(diagnostic.span.file);
+      LineCol at = buffer.Locate(diagnostic.span.begin);
+      d.message = "in " + std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
+                  ": " + d.message;
+      d.range = import_of(diagnostic.span.file).value_or(Range{});
+      related(diagnostic.span, diagnostic.message, d.related);
+    }
+    for (const Note& note : diagnostic.notes) related(note.span, note.message, d.related);
+    out.push_back(std::move(d));
+  }
+  if (!analysis.internal_error.empty()) {
+    out.push_back({Range{}, DiagnosticSeverity::Error, "", "internal compiler error: " + analysis.internal_error, {}});
+  }
+  return out;
+}
+
+// ---- Hover ----
+
+std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
+  std::vector<View> views = Views(document);
+  const View& current = views.front();
+  const Analysis& now = *current.analysis;
+  std::optional<std::uint32_t> at = current.map.ToOld(offset);
+  const Analysis::TokenSpan* token = at ? now.TokenAt(*at) : nullptr;
+  // A definition's name: its signature (known even when its body has errors).
+  if (token) {
+    if (const syntax::Decl* decl = DeclNamed(now, token->span)) {
+      const core::Def* def = CoreDefOf(now, *decl);
+      std::optional<Range> range = DocumentRange(document, current, token->span);
+      if (def && range) return HoverText{CodeBlock(Signature(now.result->vars, *def)), *range};
+    }
+  }
+
+  if (std::optional<Point> point = ReadablePoint(views, offset)) {
+    const Analysis& analysis = *point->view->analysis;
+    CoreReader reader(analysis, *point->def);
+    std::optional<CoreNode> node = reader.Innermost(point->token->span.begin, point->token->span.end);
+    if (!node) return std::nullopt;
+    const VarStore& vars = analysis.result->vars;
+    core::TypePrinter printer(vars);
+    Span span;
+    std::string text, extra;
+    if (node->is_pattern) {
+      const core::Pattern& p = reader.module().Get(node->pattern);
+      span = p.span;
+      const auto* name = std::get_if<core::pattern::Name>(&p.node);
+      text = (name ? name->name : OneLine(analysis.sources.Text(p.span))) + " : " + printer.PrintWithClasses(p.type);
+    } else {
+      const core::Expr& e = reader.module().Get(node->expr);
+      span = e.span;
+      std::string label = std::visit(Overloaded{
+                                         [](const core::expr::Local& local) { return local.name; },
+                                         [](const core::expr::Global& global) { return global.name; },
+                                         [](const core::expr::Builtin& builtin) { return builtin.name; },
+                                         [&](const auto&) { return OneLine(analysis.sources.Text(e.span)); },
+                                     },
+                                     e.node);
+      text = label + " : " + printer.PrintWithClasses(e.type);
+      if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
+        // The type at this use, and the definition's own when it is more general.
+        const core::Def* def = reader.module().Find(global->name);
+        if (def) {
+          std::string general = Signature(vars, *def);
+          if (general != text) extra = "\n\ndefined as `" + general + "`";
+        }
+      }
+    }
+    std::optional<Range> range = DocumentRange(document, *point->view, span);
+    if (!range) range = DocumentRange(document, *point->view, point->token->span);
+    if (!range) return std::nullopt;
+    return HoverText{CodeBlock(text) + extra, *range};
+  }
+
+  // Step 3: the syntax tree of the current analysis.
+  if (!token || token->kind != TokenKind::Identifier) return std::nullopt;
+  std::optional<Range> range = DocumentRange(document, current, token->span);
+  if (!range) return std::nullopt;
+  std::string name = TokenText(now, token->span);
+  if (const syntax::Def* def = SyntaxDefAt(now, token->span.begin)) {
+    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, token->span.begin);
+    for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+      if (it->name != name) continue;
+      if (!it->annotation.valid()) return std::nullopt;  // a local whose type is not known
+      std::string type = OneLine(now.sources.Text(now.ast.Get(it->annotation).span));
+      return HoverText{CodeBlock(name + " : " + type), *range};
+    }
+  }
+  if (now.result) {
+    if (const core::Def* def = now.result->module.Find(name))
+      return HoverText{CodeBlock(Signature(now.result->vars, *def)), *range};
+  }
+  return std::nullopt;
+}
+
+// ---- Go to definition ----
+
+std::optional<Location> Definition(const Document& document, std::uint32_t offset) {
+  std::vector<View> views = Views(document);
+  const View& current = views.front();
+  const Analysis& now = *current.analysis;
+  std::optional<std::uint32_t> at = current.map.ToOld(offset);
+  const Analysis::TokenSpan* token = at ? now.TokenAt(*at) : nullptr;
+  if (token) {
+    for (const syntax::Decl& decl : now.ast.decls()) {
+      const auto* import = std::get_if<syntax::Import>(&decl.node);
+      if (import && Holds(decl.span, token->span.begin, token->span.end)) {
+        return Location{ImportPath(now, *import), Range{}};
+      }
+    }
+    if (DeclNamed(now, token->span)) return LocationOf(document, current, token->span);
+  }
+
+  if (std::optional<Point> point = ReadablePoint(views, offset)) {
+    const Analysis& analysis = *point->view->analysis;
+    CoreReader reader(analysis, *point->def);
+    std::optional<CoreNode> node = reader.Innermost(point->token->span.begin, point->token->span.end);
+    if (!node) return std::nullopt;
+    if (node->is_pattern) return LocationOf(document, *point->view, reader.module().Get(node->pattern).span);
+    const core::Expr& e = reader.module().Get(node->expr);
+    if (const auto* local = std::get_if<core::expr::Local>(&e.node)) {
+      std::vector<Binder> scope = reader.ScopeAt(e.span.begin);
+      const Binder* binder = Find(scope, local->name);
+      if (!binder || !binder->span.valid()) return std::nullopt;
+      return LocationOf(document, *point->view, binder->span);
+    }
+    if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
+      if (std::optional<Location> location = GlobalLocation(document, global->name)) return location;
+      const core::Def* def = reader.module().Find(global->name);
+      return def ? LocationOf(document, *point->view, NameSpan(analysis.sources, *def)) : std::nullopt;
+    }
+    if (const auto* size = std::get_if<core::expr::SizeValue>(&e.node)) {
+      std::optional<core::SizeVarId> var = size->dim.AsVar();
+      if (!var) return std::nullopt;
+      Span origin = analysis.result->vars.info(*var).origin;
+      return origin.valid() ? LocationOf(document, *point->view, origin) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  // Step 3: the syntax tree.
+  if (!token || token->kind != TokenKind::Identifier) return std::nullopt;
+  std::string name = TokenText(now, token->span);
+  if (const syntax::Def* def = SyntaxDefAt(now, token->span.begin)) {
+    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, token->span.begin);
+    for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+      if (it->name == name) return LocationOf(document, current, it->span);
+    }
+  }
+  return GlobalLocation(document, name);
+}
+
+// ---- Document symbols ----
+
+std::vector<Symbol> Symbols(const Document& document) {
+  const View& view = document.current();
+  const Analysis& analysis = *view.analysis;
+  std::vector<Symbol> out;
+  for (const syntax::Decl& decl : analysis.ast.decls()) {
+    std::optional<Range> range = DocumentRange(document, view, decl.span);
+    if (!range) continue;
+    if (const auto* import = std::get_if<syntax::Import>(&decl.node)) {
+      out.push_back({import->target, "import", SymbolKind::Module, *range, *range});
+      continue;
+    }
+    const auto* def = std::get_if<syntax::Def>(&decl.node);
+    const syntax::Name& name = def ? def->name : std::get<syntax::KernelDecl>(decl.node).name;
+    Symbol symbol{name.text, "", def && def->params.empty() ? SymbolKind::Variable : SymbolKind::Function, *range,
+                  DocumentRange(document, view, name.span).value_or(*range)};
+    if (const core::Def* checked = CoreDefOf(analysis, decl)) {
+      core::TypePrinter printer(analysis.result->vars);
+      symbol.detail = printer.PrintWithClasses(checked->scheme.type);
+      if (!def) symbol.detail = "kernel : " + symbol.detail;
+    }
+    out.push_back(std::move(symbol));
+  }
+  return out;
+}
+
+// ---- Completion ----
+
+const std::vector<std::string>& BuiltinNames() {
+  // check/prelude.cpp's table, and its order.
+  static const std::vector<std::string> names = {
+      "map",     "map2",       "reduce",    "scan",   "sum",    "max",    "min",   "mean",    "argmax", "maximum",
+      "minimum", "select",     "exp",       "log",    "sqrt",   "rsqrt",  "tanh",  "sigmoid", "sin",    "cos",
+      "abs",     "matmul_f32", "transpose", "concat", "expand", "gather", "zeros", "ones",    "full",   "iota",
+      "reshape", "permute",    "dequant",   "random", "load",   "save",   "arg",   "print",   "time",
+  };
+  return names;
+}
+
+std::vector<CompletionItem> Complete(const Document& document, std::uint32_t offset) {
+  std::vector<CompletionItem> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& label, CompletionKind kind, const std::string& detail) {
+    if (seen.insert(label).second) out.push_back({label, kind, detail});
+  };
+
+  // Locals: from the core IR where the definition checked, here or earlier (a position inside the
+  // edit is read where the edit starts), else from the syntax tree.
+  std::vector<View> views = Views(document);
+  bool found = false;
+  for (const View& view : views) {
+    std::uint32_t old = view.map.ToOld(offset).value_or(view.map.prefix());
+    const core::Def* def = DefAt(*view.analysis, old);
+    if (!Readable(def)) continue;
+    CoreReader reader(*view.analysis, *def);
+    std::vector<Binder> scope = reader.ScopeAt(old);
+    core::TypePrinter printer(view.analysis->result->vars);
+    for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+      add(it->name, CompletionKind::Variable, printer.PrintWithClasses(it->type));
+    }
+    found = true;
+    break;
+  }
+  const View& current = views.front();
+  const Analysis& now = *current.analysis;
+  std::uint32_t here = current.map.ToOld(offset).value_or(current.map.prefix());
+  if (!found) {
+    if (const syntax::Def* def = SyntaxDefAt(now, here)) {
+      std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, here);
+      for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+        std::string type = it->annotation.valid() ? OneLine(now.sources.Text(now.ast.Get(it->annotation).span)) : "";
+        add(it->name, CompletionKind::Variable, type);
+      }
+    }
+  }
+
+  // Definitions above the position, then imported ones (definitions are checked in order: one
+  // further down is not in scope yet).
+  if (now.result) {
+    for (const core::Def& def : now.result->module.defs()) {
+      bool own = def.span.file == now.file;
+      if (own && def.span.begin >= here) continue;
+      if (own && def.span.end >= here) continue;  // the definition being written
+      if (def.name.empty() || !(std::isalpha(static_cast<unsigned char>(def.name[0])) || def.name[0] == '_')) continue;
+      core::TypePrinter printer(now.result->vars);
+      bool function = std::holds_alternative<core::FunctionType>(def.scheme.type->node);
+      add(def.name, function ? CompletionKind::Function : CompletionKind::Variable,
+          printer.PrintWithClasses(def.scheme.type));
+    }
+  }
+  for (const std::string& name : BuiltinNames()) add(name, CompletionKind::Function, "built-in");
+#define WEFT_TOKEN(Name, Description)
+#define WEFT_KEYWORD(Name, Spelling) add(Spelling, CompletionKind::Keyword, "keyword");
+#define WEFT_DTYPE_KEYWORD(Name, Spelling) add(Spelling, CompletionKind::Keyword, "element type");
+#include "syntax/token_kinds.def"
+  return out;
+}
+
+}  // namespace weft::lsp
