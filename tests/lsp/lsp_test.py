@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""A scripted editor session against `weft lsp` (docs/lsp.md): it opens documents, edits them, and
+checks every answer: published diagnostics (ids, ranges, notes as related information), hovers
+(`name : type` with symbolic shapes), definitions, document symbols and completions, positions in
+UTF-16 around non-ASCII text, and the protocol's framing and errors.
+
+Usage: lsp_test.py WEFT   (ctest runs it as the test `lsp`; `make test` runs ctest)
+Exit status 0 when every check passes; each failure is printed with what came back.
+"""
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client import Client, LspError, position_of, utf16_length  # noqa: E402
+
+STDLIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stdlib")
+
+GOOD = """\
+-- Types with symbolic shapes: é ü 😀 in a comment, before the code.
+import nn
+import "lib.weft"
+
+def scale (x: 'f[..s, n]) (w: 'f[n]) = x * w + 1.0
+
+def mix (a: f32[b, k]) (m: f32[k, n]) (bias: f32[n]) =
+  let h = a @ m in
+  let g = scale h bias in
+  g - expand (max g)
+
+def probs (x: f32[b, 8]) = {- é😀 -} softmax x
+
+def twice (x: f32[n]) =
+  let x = x + x in
+  let f = fn y -> y * 2.0 in
+  f x + double x
+
+def later = 1
+"""
+
+LIB = """\
+-- A module imported by path.
+def double (v: f32[n]) = v + v
+"""
+
+SHAPE_ERROR = """\
+-- language.md's rejected example: the inner dimensions of `@` are 4 and 5.
+def bad (x: f32[n, 4]) (y: f32[5, m]) = x @ y
+
+def fine (z: f32[3]) = z * 2.0
+"""
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def __call__(self, name, condition, got=None):
+        if condition:
+            self.passed += 1
+        else:
+            self.failed.append(name)
+            print("FAIL: %s\n  got: %r" % (name, got))
+
+
+def hover_text(result):
+    """The code line of a hover: `name : type`."""
+    if not result:
+        return None
+    match = re.match(r"```weft\n(.*?)\n```", result["contents"]["value"], re.S)
+    return match.group(1) if match else result["contents"]["value"]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: lsp_test.py WEFT")
+    weft = sys.argv[1]
+    check = Checks()
+    work = tempfile.mkdtemp(prefix="weft-lsp-test-")
+    env = dict(os.environ, WEFT_STDLIB=STDLIB, NO_COLOR="1")
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    with open(os.path.join(work, "lib.weft"), "w") as f:
+        f.write(LIB)
+    # A space and a non-ASCII letter in the path: URIs are percent-encoded.
+    folder = os.path.join(work, "my docs é")
+    os.mkdir(folder)
+    with open(os.path.join(folder, "lib.weft"), "w") as f:
+        f.write(LIB)
+    good_path = os.path.join(folder, "good.weft")
+    good = "file://" + "/".join(
+        "".join(c if c.isalnum() or c in "-._~" else "".join("%%%02X" % b for b in c.encode()) for c in part)
+        for part in good_path.split("/"))
+    client = Client([weft, "lsp"], env=env)
+
+    # ---- initialize ----
+    init = client.initialize()
+    caps = init.get("capabilities", {})
+    check("initialize: full text sync", caps.get("textDocumentSync", {}).get("change") == 1, caps)
+    check("initialize: hover, definition, symbols, completion",
+          caps.get("hoverProvider") and caps.get("definitionProvider") and caps.get("documentSymbolProvider")
+          and "completionProvider" in caps, caps)
+    check("initialize: UTF-16 positions", caps.get("positionEncoding") == "utf-16", caps)
+
+    # ---- a good file ----
+    client.open(good, GOOD)
+    diagnostics = client.diagnostics(good, version=1)
+    check("good file: no diagnostics", diagnostics == [], diagnostics)
+
+    def hover(uri, text, needle, occurrence=0, delta=0):
+        return client.at("textDocument/hover", uri, position_of(text, needle, occurrence, delta))
+
+    result = hover(good, GOOD, "a @ m")
+    check("hover: a parameter at its use, with its symbolic shape", hover_text(result) == "a : f32[b, k]", result)
+    check("hover: the range is the name",
+          result and result["range"] == {"start": position_of(GOOD, "a @ m"), "end": position_of(GOOD, "a @ m", 0, 1)},
+          result)
+    result = hover(good, GOOD, "@ m")
+    check("hover: an operator, at its instance", hover_text(result) == "@ : f32[b, k] -> f32[k, n] -> f32[b, n]",
+          result)
+    result = hover(good, GOOD, "let g", delta=4)
+    check("hover: a let binder", hover_text(result) == "g : f32[b, n]", result)
+    result = hover(good, GOOD, "scale h")
+    check("hover: a polymorphic global at this use", hover_text(result) == "scale : f32[b, n] -> f32[n] -> f32[b, n]",
+          result)
+    check("hover: ... and its general type",
+          result and "defined as `scale : 'a[..s, n] -> 'a[n] -> 'a[..s, n] where 'a : float`" in
+          result["contents"]["value"], result)
+    result = hover(good, GOOD, "expand (max")
+    check("hover: a built-in at its instance", hover_text(result) == "expand : f32[b] -> f32[b, 1]", result)
+    result = hover(good, GOOD, "(max g)")
+    check("hover: an expression (its parenthesis)", hover_text(result) == "expand (max g) : f32[b, 1]", result)
+    result = hover(good, GOOD, "1.0")
+    check("hover: a literal, at its polymorphic type", hover_text(result) == "1.0 : 'a[] where 'a : float", result)
+    result = hover(good, GOOD, "mix")
+    check("hover: a definition's name shows its signature",
+          hover_text(result) == "mix : f32[b, k] -> f32[k, n] -> f32[n] -> f32[b, n]", result)
+    result = hover(good, GOOD, "é ü")
+    check("hover: nothing in a comment", result is None, result)
+    # After `{- é😀 -}` on the same line: the character offset counts 😀 as two UTF-16 units.
+    position = position_of(GOOD, "softmax x", 0, 8)
+    line = GOOD.splitlines()[position["line"]]
+    check("positions: the test line has a character outside the BMP",
+          utf16_length(line) == len(line) + 1 and position["character"] == line.index("softmax x") + 9, position)
+    result = client.at("textDocument/hover", good, position)
+    check("hover: after a non-ASCII comment, in UTF-16 units", hover_text(result) == "x : f32[b, 8]", result)
+    check("hover: ... and its range in UTF-16 units", result and result["range"]["start"] == position, result)
+    result = hover(good, GOOD, "softmax x")
+    check("hover: an imported definition", hover_text(result) == "softmax : f32[b, 8] -> f32[b, 8]", result)
+    result = hover(good, GOOD, "f x")
+    check("hover: a local function", hover_text(result) == "f : f32[n] -> f32[n]", result)
+    result = hover(good, GOOD, "y * 2.0")
+    check("hover: a lambda's parameter (the let of a function is generalized)",
+          hover_text(result) == "y : 'a[..s1] where 'a : float", result)
+
+    # ---- go to definition ----
+    def definition(needle, occurrence=0, delta=0):
+        return client.at("textDocument/definition", good, position_of(GOOD, needle, occurrence, delta))
+
+    result = definition("h bias")
+    check("definition: a let-bound local", result == {"uri": good, "range": {
+        "start": position_of(GOOD, "h = a"), "end": position_of(GOOD, "h = a", 0, 1)}}, result)
+    result = definition("f x + double")
+    check("definition: f, bound to a lambda", result and result["range"]["start"] == position_of(GOOD, "f = fn"),
+          result)
+    result = definition("x + double")
+    check("definition: a shadowing let, not the parameter",
+          result and result["range"]["start"] == position_of(GOOD, "x = x + x"), result)
+    result = definition("x + x", 0, 0)
+    check("definition: the shadowed parameter inside the let's value",
+          result and result["range"]["start"] == position_of(GOOD, "x: f32[n]) =", 0), result)
+    result = definition("scale h")
+    check("definition: a global, at its name",
+          result == {"uri": good, "range": {"start": position_of(GOOD, "scale ("),
+                                            "end": position_of(GOOD, "scale (", 0, 5)}}, result)
+    result = definition("softmax x")
+    nn_text = open(os.path.join(STDLIB, "nn.weft")).read()
+    check("definition: into the stdlib (import nn)",
+          result and result["uri"].endswith("/stdlib/nn.weft") and
+          result["range"]["start"] == position_of(nn_text, "softmax (x"), result)
+    result = definition("double x")
+    check("definition: into a file imported by path, whose folder has a space and an é",
+          result and result["uri"].endswith("/my%20docs%20%C3%A9/lib.weft") and
+          result["range"]["start"] == position_of(LIB, "double ("), result)
+    result = definition('"lib.weft"')
+    check("definition: an import goes to its file", result and result["uri"].endswith("/lib.weft"), result)
+
+    # ---- document symbols ----
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": good}})
+    by_name = {s["name"]: s for s in symbols}
+    check("symbols: every definition and import, in order",
+          [s["name"] for s in symbols] == ["nn", "lib.weft", "scale", "mix", "probs", "twice", "later"], symbols)
+    check("symbols: a definition's type as its detail",
+          by_name.get("scale", {}).get("detail") == "'a[..s, n] -> 'a[n] -> 'a[..s, n] where 'a : float", symbols)
+    check("symbols: functions and values",
+          by_name.get("mix", {}).get("kind") == 12 and by_name.get("later", {}).get("kind") == 13, symbols)
+    check("symbols: the selection is the name",
+          by_name.get("mix", {}).get("selectionRange", {}).get("start") == position_of(GOOD, "mix ("), symbols)
+
+    # ---- completion ----
+    result = client.at("textDocument/completion", good, position_of(GOOD, "g - expand"))
+    items = {i["label"]: i for i in result["items"]}
+    check("completion: locals with their types",
+          items.get("g", {}).get("detail") == "f32[b, n]" and items.get("bias", {}).get("detail") == "f32[n]", result)
+    check("completion: definitions above, imported ones, built-ins, keywords",
+          "scale" in items and "softmax" in items and "double" in items and "reshape" in items and
+          items.get("let", {}).get("kind") == 14 and "f32" in items, sorted(items))
+    check("completion: not the definitions below, nor locals out of scope",
+          "later" not in items and "probs" not in items and "y" not in items, sorted(items))
+
+    # ---- edits: an error, hovers in the broken definition, the fix ----
+    broken = GOOD.replace("g - expand (max g)", "g - expand (max g) + a")
+    client.change(good, broken, 2)
+    diagnostics = client.diagnostics(good, version=2)
+    check("edit: the new error is published for version 2",
+          len(diagnostics) == 1 and diagnostics[0].get("code", "").startswith("E02") and
+          diagnostics[0]["range"]["start"]["line"] == position_of(broken, "+ a")["line"], diagnostics)
+    result = hover(good, broken, "h bias")
+    check("edit: a broken definition still has hovers (its last good analysis)",
+          hover_text(result) == "h : f32[b, n]", result)
+    result = hover(good, broken, "scale h")
+    check("edit: ... and go to definition still works there",
+          client.at("textDocument/definition", good, position_of(broken, "scale h"))["range"]["start"] ==
+          position_of(broken, "scale ("), result)
+    result = client.at("textDocument/completion", good, position_of(broken, "+ a", 0, 3))
+    labels = [i["label"] for i in result["items"]]
+    check("edit: completion in the broken definition offers its locals", "h" in labels and "g" in labels, labels)
+    result = hover(good, broken, "x * w")
+    check("edit: other definitions are unaffected", hover_text(result) == "x : 'a[..s, n] where 'a : float", result)
+
+    # An edit inside a comment keeps the tokens: no new check, but the diagnostics move down a line.
+    commented = broken.replace("-- Types with", "-- A new line\n-- Types with")
+    client.change(good, commented, 3)
+    diagnostics = client.diagnostics(good, version=3)
+    check("edit in a comment: the diagnostic moves with its line",
+          len(diagnostics) == 1 and diagnostics[0]["range"]["start"]["line"] == position_of(commented, "+ a")["line"],
+          diagnostics)
+    result = hover(good, commented, "a @ m")
+    check("edit in a comment: hovers follow", hover_text(result) == "a : f32[b, k]", result)
+
+    # Several edits in a burst: answers reflect the last one.
+    client.change(good, commented.replace("+ a", "+ b"), 4)
+    client.change(good, GOOD, 5)
+    result = hover(good, GOOD, "g - expand")
+    check("a burst of edits: the request sees the last text", hover_text(result) == "g : f32[b, n]", result)
+    diagnostics = client.diagnostics(good, version=5)
+    check("a burst of edits: the fix clears the diagnostics", diagnostics == [], diagnostics)
+
+    # A syntax error: only it is reported; the definitions that parse still have hovers.
+    unparsed = GOOD.replace("let h = a @ m in", "let h = a @ in")
+    client.change(good, unparsed, 6)
+    diagnostics = client.diagnostics(good, version=6)
+    check("syntax error: reported with its id (E01xx)",
+          len(diagnostics) >= 1 and diagnostics[0].get("code", "").startswith("E01"), diagnostics)
+    result = hover(good, unparsed, "f x")
+    check("syntax error: another definition still has hovers", hover_text(result) == "f : f32[n] -> f32[n]", result)
+    result = hover(good, unparsed, "g - expand")
+    check("syntax error: the definition that does not parse is read where it last checked",
+          hover_text(result) == "g : f32[b, n]", result)
+    client.change(good, GOOD, 7)
+    check("syntax error fixed: no diagnostics", client.diagnostics(good, version=7) == [])
+
+    # ---- a shape error, with its notes as related information ----
+    shape_uri = "file://" + os.path.join(work, "shape.weft")
+    client.open(shape_uri, SHAPE_ERROR)
+    diagnostics = client.diagnostics(shape_uri)
+    error = diagnostics[0] if diagnostics else {}
+    check("shape error: E0206 on `@`",
+          len(diagnostics) == 1 and error.get("code") == "E0206" and error.get("severity") == 1 and
+          error.get("message") == "cannot multiply `f32[n, 4]` by `f32[5, m]`: inner dimensions `4` and `5` differ" and
+          error["range"]["start"] == position_of(SHAPE_ERROR, "x @ y"), diagnostics)
+    related = {r["message"]: r["location"] for r in error.get("relatedInformation", [])}
+    check("shape error: the note on the right operand",
+          related.get("the right operand has type `f32[5, m]`", {}).get("range", {}).get("start") ==
+          position_of(SHAPE_ERROR, "y\n"), related)
+    check("shape error: the notes on where each operand is bound",
+          related.get("`x` is bound here", {}).get("range", {}).get("start") == position_of(SHAPE_ERROR, "(x:") and
+          related.get("`y` is bound here", {}).get("range", {}).get("start") == position_of(SHAPE_ERROR, "(y:") and
+          related["`x` is bound here"]["uri"] == shape_uri, related)
+    result = hover(shape_uri, SHAPE_ERROR, "x @")
+    check("shape error: hover on the left operand shows its shape", hover_text(result) == "x : f32[n, 4]", result)
+    result = hover(shape_uri, SHAPE_ERROR, "y\n")
+    check("shape error: hover on the right operand shows its shape", hover_text(result) == "y : f32[5, m]", result)
+    result = hover(shape_uri, SHAPE_ERROR, "z * 2.0")
+    check("shape error: the definition that checked has its hovers", hover_text(result) == "z : f32[3]", result)
+    result = client.at("textDocument/definition", shape_uri, position_of(SHAPE_ERROR, "y\n"))
+    check("shape error: go to definition from the operand",
+          result and result["range"]["start"] == position_of(SHAPE_ERROR, "y: f32"), result)
+
+    # ---- an error in an imported file is shown on the import ----
+    with open(os.path.join(work, "broken_lib.weft"), "w") as f:
+        f.write("def oops (v: f32[n]) = v + true\n")
+    importer = 'import "broken_lib.weft"\n\ndef use (v: f32[4]) = v\n'
+    importer_uri = "file://" + os.path.join(work, "importer.weft")
+    client.open(importer_uri, importer)
+    diagnostics = client.diagnostics(importer_uri)
+    check("import: the imported file's error is on the import line, its place related",
+          len(diagnostics) >= 1 and diagnostics[0]["range"]["start"]["line"] == 0 and
+          "broken_lib.weft:1:" in diagnostics[0]["message"] and
+          diagnostics[0]["relatedInformation"][0]["location"]["uri"].endswith("/broken_lib.weft"), diagnostics)
+    # Saving a file analyses the other documents again (imports are read from disk).
+    with open(os.path.join(work, "broken_lib.weft"), "w") as f:
+        f.write("def oops (v: f32[n]) = v + v\n")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": "file://" + os.path.join(work, "broken_lib.weft")}})
+    check("import: after the imported file is saved, the error is gone", client.diagnostics(importer_uri) == [])
+
+    # ---- close, protocol errors, shutdown ----
+    client.notify("textDocument/didClose", {"textDocument": {"uri": shape_uri}})
+    cleared = client.notification("textDocument/publishDiagnostics",
+                                  lambda p: p["uri"] == shape_uri and "version" not in p, timeout=60)
+    check("close: the diagnostics are cleared", cleared["diagnostics"] == [], cleared)
+    try:
+        client.request("weft/unknown", {})
+        check("protocol: an unknown method is an error", False)
+    except LspError as error:
+        check("protocol: an unknown method is MethodNotFound", error.code == -32601, error.code)
+    try:
+        client.at("textDocument/hover", shape_uri, {"line": 0, "character": 0})
+        check("protocol: a closed document is an error", False)
+    except LspError as error:
+        check("protocol: a request on a closed document is InvalidParams", error.code == -32602, error.code)
+    client.send_raw(b"Content-Length: 5\r\n\r\n{oops")
+    try:
+        client.response(None, timeout=60)
+        check("protocol: malformed JSON is an error", False)
+    except LspError as error:
+        check("protocol: malformed JSON is a ParseError, and the server goes on", error.code == -32700, error.code)
+    result = hover(good, GOOD, "a @ m")
+    check("protocol: ... still answering", hover_text(result) == "a : f32[b, k]", result)
+    status = client.stop()
+    check("shutdown then exit: exit status 0", status == 0, status)
+    stderr = "".join(client.stderr)
+    check("no sanitizer report or internal error on stderr",
+          "Sanitizer" not in stderr and "runtime error" not in stderr and "internal" not in stderr, stderr)
+
+    total = check.passed + len(check.failed)
+    print("lsp_test: %d of %d checks passed" % (check.passed, total))
+    return 0 if not check.failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
