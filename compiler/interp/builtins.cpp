@@ -166,9 +166,9 @@ EvalResult<ValueRef> Evaluator::CallBuiltin(const Function& fn, Span span) {
   if (name == "arg") {
     std::int64_t i = runtime::LoadInt64(TensorArg(fn, 0), 0);
     if (i < 0 || static_cast<std::size_t>(i) >= options.args.size()) {
-      return RuntimeError{span, "`arg " + std::to_string(i) + "`: the program was given " +
-                                    std::to_string(options.args.empty() ? 0 : options.args.size() - 1) +
-                                    " arguments after its name"};
+      std::size_t given = options.args.empty() ? 0 : options.args.size() - 1;
+      return RuntimeError{span, "`arg " + std::to_string(i) + "`: the program was given " + std::to_string(given) +
+                                    (given == 1 ? " argument" : " arguments") + " after its name"};
     }
     return MakeValue(std::string(options.args[static_cast<std::size_t>(i)]));
   }

@@ -105,6 +105,8 @@ struct Evaluator {
   std::optional<RuntimeError> Check(const RuntimeCheck& check, Frame& frame, bool defer);
   std::optional<RuntimeError> RetryChecks(Frame& frame);
   std::optional<std::size_t> FindDef(std::string_view name, std::size_t before) const;
+  // A kernel that the definition would call (the interpreter cannot run kernels).
+  std::optional<RuntimeError> Unrunnable(std::size_t index);
   // An op's result as a value; an error of a closure it called wins over the op's own.
   EvalResult<ValueRef> Lift(OpResult result, Span span);
 

@@ -2,6 +2,7 @@
 #include "interp/interpreter.h"
 
 #include <iostream>
+#include <set>
 
 #include "base/overloaded.h"
 #include "core/type_printer.h"
@@ -121,7 +122,7 @@ std::optional<std::string> MatchValue(const VarStore& vars, const TypeRef& type,
       return "its rank is " + std::to_string(dims.size()) + ", not " + (s.Known() ? "" : "at least ") +
              std::to_string(fixed);
     }
-    auto bind = [&](const Dim& d, std::int64_t actual) -> std::optional<std::string> {
+    auto bind = [&](const Dim& d, std::size_t axis, std::int64_t actual) -> std::optional<std::string> {
       Dim r = vars.Resolve(d);
       if (std::optional<SizeVarId> v = r.AsVar(); v && !frame.SizeOf(*v)) {
         frame.subst.sizes[v->index] = actual;
@@ -130,17 +131,18 @@ std::optional<std::string> MatchValue(const VarStore& vars, const TypeRef& type,
       }
       std::optional<std::int64_t> expected = frame.TryDim(r);
       if (expected && *expected != actual) {
-        return "a dimension is " + std::to_string(actual) + " where `" + core::TypePrinter(vars).Print(r) + "` is " +
-               std::to_string(*expected);
+        std::string text = core::TypePrinter(vars).Print(r);
+        return "axis " + std::to_string(axis) + " is " + std::to_string(actual) + ", not " +
+               (r.AsConstant() ? text : "`" + text + "` = " + std::to_string(*expected));
       }
       return std::nullopt;
     };
     for (std::size_t i = 0; i < s.before.size(); ++i) {
-      if (auto error = bind(s.before[i], dims[i])) return error;
+      if (auto error = bind(s.before[i], i, dims[i])) return error;
     }
     std::size_t tail = dims.size() - s.after.size();
     for (std::size_t i = 0; i < s.after.size(); ++i) {
-      if (auto error = bind(s.after[i], dims[tail + i])) return error;
+      if (auto error = bind(s.after[i], tail + i, dims[tail + i])) return error;
     }
     if (s.spread) {
       std::vector<std::int64_t> middle(dims.begin() + static_cast<std::ptrdiff_t>(s.before.size()),
@@ -578,10 +580,79 @@ Interpreter::Interpreter(const core::Module& module, const core::VarStore& vars,
 
 Interpreter::~Interpreter() = default;
 
+namespace {
+
+// The expressions directly inside `e`.
+std::vector<core::ExprId> Children(const core::Expr& e) {
+  namespace ce = core::expr;
+  return std::visit(Overloaded{
+                        [](const ce::Apply& a) {
+                          std::vector<core::ExprId> out{a.callee};
+                          out.insert(out.end(), a.args.begin(), a.args.end());
+                          return out;
+                        },
+                        [](const ce::Lambda& l) { return std::vector<core::ExprId>{l.body}; },
+                        [](const ce::Let& l) {
+                          return std::vector<core::ExprId>{l.value, l.body};
+                        },
+                        [](const ce::If& i) {
+                          return std::vector<core::ExprId>{i.condition, i.then_branch, i.else_branch};
+                        },
+                        [](const ce::Tuple& t) { return t.elements; },
+                        [](const ce::TensorLit& t) { return t.elements; },
+                        [](const ce::Index& x) {
+                          std::vector<core::ExprId> out{x.base};
+                          for (const ce::IndexItem& item : x.items) {
+                            if (item.kind == ce::IndexItem::Kind::At) out.push_back(item.at);
+                          }
+                          return out;
+                        },
+                        [](const ce::Loop& l) {
+                          return std::vector<core::ExprId>{l.init, l.bound, l.body};
+                        },
+                        [](const ce::Cast& c) { return std::vector<core::ExprId>{c.operand}; },
+                        [](const auto&) { return std::vector<core::ExprId>{}; },
+                    },
+                    e.node);
+}
+
+}  // namespace
+
+std::optional<RuntimeError> Evaluator::Unrunnable(std::size_t index) {
+  // Every definition `index` can reach, before any of it runs: a kernel among them cannot run on
+  // the CPU, and a program should not compute its inputs only to stop there.
+  std::vector<std::size_t> todo{index};
+  std::set<std::size_t> seen{index};
+  while (!todo.empty()) {
+    const core::Def& def = module.defs()[todo.back()];
+    std::size_t at = todo.back();
+    todo.pop_back();
+    if (!def.body) continue;
+    std::vector<core::ExprId> exprs{def.body};
+    while (!exprs.empty()) {
+      const core::Expr& e = module.Get(exprs.back());
+      exprs.pop_back();
+      if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
+        std::optional<std::size_t> callee = FindDef(global->name, at);
+        if (callee && !module.defs()[*callee].body) {
+          return RuntimeError{e.span, "`" + global->name +
+                                          "` is a kernel: the interpreter cannot run kernels yet (they run on "
+                                          "the GPU, whose code generation does not exist yet)"};
+        }
+        if (callee && seen.insert(*callee).second) todo.push_back(*callee);
+      }
+      for (core::ExprId child : Children(e)) exprs.push_back(child);
+    }
+  }
+  return std::nullopt;
+}
+
 EvalResult<ValueRef> Interpreter::Evaluate(const core::Def& def) {
   const std::vector<core::Def>& defs = state_->evaluator.module.defs();
   for (std::size_t i = 0; i < defs.size(); ++i) {
-    if (&defs[i] == &def) return state_->evaluator.EvaluateDef(i);
+    if (&defs[i] != &def) continue;
+    if (auto error = state_->evaluator.Unrunnable(i)) return *error;
+    return state_->evaluator.EvaluateDef(i);
   }
   return RuntimeError{def.span, "internal: the definition is not in the module"};
 }
