@@ -86,22 +86,13 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
       Dim value = d ? *d : Dim::Var(vars_.NewSizeVar());
       (shape.spread ? shape.after : shape.before).push_back(value);
       // Every dimension is >= 0 (language.md: `f32[n - 5]` obliges `n >= 5`).
-      if (d) {
-        Span span = item.span;
-        Oblige(
-            DimFact{value, Relation::kGe, Dim(), span},
-            [this, value, span](bool refuted) {
-              std::string text = TypePrinter(vars_).Print(value);
-              diagnostics_.Emit(DiagnosticKind::NegativeDim, span, text,
-                                refuted ? " is negative" : " may be negative: add `where " + text + " >= 0`");
-            },
-            "a dimension that is not negative");
-      }
+      if (d) ObligeNonNegative(value, item.span);
     }
-    // i4 and u4 are packed two to a byte: their last axis is even.
-    if (tensor->elem.dtype && (*tensor->elem.dtype == Dtype::I4 || *tensor->elem.dtype == Dtype::U4) &&
-        !shape.before.empty() && !shape.spread) {
-      Dim last = shape.before.back();
+    // i4 and u4 are packed two to a byte: their last axis is even (when it is written: `i4[..s]`
+    // leaves it to the shape variable).
+    const std::vector<Dim>& tail = shape.spread ? shape.after : shape.before;
+    if (tensor->elem.dtype && (*tensor->elem.dtype == Dtype::I4 || *tensor->elem.dtype == Dtype::U4) && !tail.empty()) {
+      Dim last = tail.back();
       Dtype dtype = *tensor->elem.dtype;
       Oblige(
           DimFact{*core::Mod(last, 2), Relation::kEq, Dim(), t.span},

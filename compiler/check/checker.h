@@ -153,6 +153,8 @@ class Checker {
   void Oblige(DimFact goal, Report report, std::string what = "");
   // `p / d` obliges `p % d == 0` (language.md, Types).
   void ObligeDivisible(const Dim& p, std::int64_t d, Span span);
+  // Every dim is >= 0 (language.md, Types): E0227 when it may not be.
+  void ObligeNonNegative(const Dim& d, Span span);
   void Discharge(CheckedDef& def, bool has_params);
   // Retries ambiguous broadcasts until no progress; reports the rest when `report`, then drops them.
   void RetryBroadcasts(bool report);

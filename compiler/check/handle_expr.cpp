@@ -192,6 +192,7 @@ std::optional<std::vector<Dim>> Checker::ShapeArgument(syntax::ExprId id) {
     std::optional<Dim> d = ExprToDim(element);
     if (d) {
       elaboration_.expr_dims[element.index] = *d;
+      ObligeNonNegative(*d, ast_->Get(element).span);
       dims.push_back(*d);
     } else {
       ok = false;

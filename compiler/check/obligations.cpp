@@ -106,7 +106,52 @@ bool SameFact(const DimFact& fact, const Dim& lhs, Relation relation, const Dim&
          *goal == *flipped;
 }
 
+// `e >= 0` as a person would write it: terms with a positive coefficient on the left, the others
+// moved to the right (`-n + 5 >= 0` is `n <= 5`, `a - b >= 0` is `a >= b`).
+std::string NaturalNonNegative(TypePrinter& printer, const Dim& e) {
+  auto term_dim = [](const core::Term& term) {
+    core::Result<Dim> out = Dim::Constant(term.coefficient < 0 ? -term.coefficient : term.coefficient);
+    for (const core::Factor& factor : term.monomial) {
+      Dim atom = factor.atom.kind == core::AtomKind::kVar   ? Dim::Var(factor.atom.var)
+                 : factor.atom.kind == core::AtomKind::kDiv ? *core::Div(*factor.atom.operand, factor.atom.divisor)
+                                                            : *core::Mod(*factor.atom.operand, factor.atom.divisor);
+      for (std::int32_t i = 0; i < factor.power && out; ++i) out = out * core::Result<Dim>(atom);
+    }
+    return out;
+  };
+  core::Result<Dim> left = Dim(), right = Dim();
+  bool has_left_vars = false;
+  for (const core::Term& term : e.terms()) {
+    if (term.monomial.empty()) continue;
+    if (term.coefficient > 0) {
+      left = left + term_dim(term);
+      has_left_vars = true;
+    } else {
+      right = right + term_dim(term);
+    }
+  }
+  if (!left || !right) return printer.Print(e) + " >= 0";
+  if (!has_left_vars) return printer.Print(*right) + " <= " + std::to_string(e.ConstantTerm());
+  right = right - e.ConstantTerm();
+  if (!right) return printer.Print(e) + " >= 0";
+  return printer.Print(*left) + " >= " + printer.Print(*right);
+}
+
 }  // namespace
+
+void Checker::ObligeNonNegative(const Dim& d, Span span) {
+  Oblige(
+      DimFact{d, Relation::kGe, Dim(), span},
+      [this, d, span](bool refuted) {
+        TypePrinter printer(vars_);
+        Dim value = vars_.Resolve(d);
+        std::string text = printer.Print(value);
+        diagnostics_.Emit(
+            DiagnosticKind::NegativeDim, span, text,
+            refuted ? " is negative" : " may be negative: add `where " + NaturalNonNegative(printer, value) + "`");
+      },
+      "a dimension that is not negative");
+}
 
 void Checker::Oblige(DimFact goal, Report report, std::string what) {
   obligations_.push_back({std::move(goal), std::move(report), std::move(what), current_expr_});
