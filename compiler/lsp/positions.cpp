@@ -57,36 +57,84 @@ std::uint32_t LineIndex::ToOffset(Position position) const {
   return i;
 }
 
-TextMap::TextMap(std::string_view old_text, std::string_view new_text)
-    : old_size_(static_cast<std::uint32_t>(old_text.size())), new_size_(static_cast<std::uint32_t>(new_text.size())) {
-  identity_ = old_text == new_text;
-  std::uint32_t limit = std::min(old_size_, new_size_);
-  while (prefix_ < limit && old_text[prefix_] == new_text[prefix_]) ++prefix_;
-  while (suffix_ < limit - prefix_ && old_text[old_size_ - 1 - suffix_] == new_text[new_size_ - 1 - suffix_]) ++suffix_;
+OffsetMap OffsetMap::Identity(std::uint32_t size) {
+  OffsetMap map;
+  if (size > 0) map.pieces_.push_back({0, size, 0});
+  return map;
 }
 
-std::optional<std::uint32_t> TextMap::ToNew(std::uint32_t old_offset) const {
-  if (identity_ || old_offset < prefix_) return old_offset;
-  if (old_offset >= old_size_ - suffix_) return old_offset - old_size_ + new_size_;
+OffsetMap OffsetMap::Between(std::string_view old_text, std::string_view new_text) {
+  auto old_size = static_cast<std::uint32_t>(old_text.size());
+  auto new_size = static_cast<std::uint32_t>(new_text.size());
+  std::uint32_t limit = std::min(old_size, new_size);
+  std::uint32_t prefix = 0, suffix = 0;
+  while (prefix < limit && old_text[prefix] == new_text[prefix]) ++prefix;
+  while (suffix < limit - prefix && old_text[old_size - 1 - suffix] == new_text[new_size - 1 - suffix]) ++suffix;
+  OffsetMap map;
+  if (prefix > 0) map.pieces_.push_back({0, prefix, 0});
+  if (suffix > 0) {
+    map.pieces_.push_back({old_size - suffix, old_size, static_cast<std::int64_t>(new_size) - old_size});
+  }
+  return map;
+}
+
+OffsetMap OffsetMap::Then(const OffsetMap& next) const {
+  OffsetMap out;
+  for (const Piece& a : pieces_) {
+    // a's image in the middle text, cut by the pieces of `next`.
+    std::int64_t lo = a.begin + a.shift, hi = a.end + a.shift;
+    for (const Piece& b : next.pieces_) {
+      std::int64_t from = std::max<std::int64_t>(lo, b.begin), to = std::min<std::int64_t>(hi, b.end);
+      if (from >= to) continue;
+      out.pieces_.push_back(
+          {static_cast<std::uint32_t>(from - a.shift), static_cast<std::uint32_t>(to - a.shift), a.shift + b.shift});
+    }
+  }
+  return out;
+}
+
+void OffsetMap::Add(std::uint32_t begin, std::uint32_t end, std::int64_t shift) {
+  std::vector<Piece> out;
+  for (const Piece& piece : pieces_) {
+    if (begin < end && begin < piece.begin) out.push_back({begin, std::min(end, piece.begin), shift});
+    out.push_back(piece);
+    begin = std::max(begin, piece.end);
+  }
+  if (begin < end) out.push_back({begin, end, shift});
+  pieces_ = std::move(out);
+}
+
+std::optional<std::uint32_t> OffsetMap::ToNew(std::uint32_t old_offset) const {
+  for (const Piece& piece : pieces_) {
+    if (piece.begin <= old_offset && old_offset < piece.end)
+      return static_cast<std::uint32_t>(old_offset + piece.shift);
+  }
   return std::nullopt;
 }
 
-std::optional<std::uint32_t> TextMap::EndToNew(std::uint32_t old_end) const {
-  if (identity_ || old_end <= prefix_) return old_end;
-  if (old_end > old_size_ - suffix_) return old_end - old_size_ + new_size_;
+std::optional<std::uint32_t> OffsetMap::EndToNew(std::uint32_t old_end) const {
+  if (old_end == 0) return 0;
+  std::optional<std::uint32_t> last = ToNew(old_end - 1);
+  if (!last) return std::nullopt;
+  return *last + 1;
+}
+
+std::optional<std::uint32_t> OffsetMap::ToOld(std::uint32_t new_offset) const {
+  for (const Piece& piece : pieces_) {
+    std::int64_t begin = piece.begin + piece.shift, end = piece.end + piece.shift;
+    if (begin <= new_offset && new_offset < end) return static_cast<std::uint32_t>(new_offset - piece.shift);
+  }
   return std::nullopt;
 }
 
-std::optional<std::uint32_t> TextMap::ToOld(std::uint32_t new_offset) const {
-  if (identity_ || new_offset < prefix_) return new_offset;
-  if (new_offset >= new_size_ - suffix_) return new_offset - new_size_ + old_size_;
-  return std::nullopt;
-}
-
-std::optional<std::uint32_t> TextMap::EndToOld(std::uint32_t new_end) const {
-  if (identity_ || new_end <= prefix_) return new_end;
-  if (new_end > new_size_ - suffix_) return new_end - new_size_ + old_size_;
-  return std::nullopt;
+std::uint32_t OffsetMap::ToOldBefore(std::uint32_t new_offset) const {
+  std::uint32_t best = 0;
+  for (const Piece& piece : pieces_) {
+    std::int64_t begin = piece.begin + piece.shift, end = piece.end + piece.shift;
+    if (begin > new_offset) break;
+    best = new_offset < end ? static_cast<std::uint32_t>(new_offset - piece.shift) : piece.end;
+  }
+  return best;
 }
 
 }  // namespace weft::lsp

@@ -6,10 +6,10 @@
 // in a comment, is two units, and one of `é` is one unit but two bytes. Lines end at "\n", "\r\n" or
 // a lone "\r", as the protocol says.
 //
-// A TextMap relates an old version of a document to the new one by their common prefix and suffix
-// (an edit touches one region between them): offsets outside the changed region map exactly, and
-// those inside it have no counterpart. The server uses it to read an analysis of an earlier text
-// (document.h) at positions of the current one.
+// An OffsetMap relates an old version of a document to the current one: the parts of the old text
+// that survive, each moved by some distance. One edit keeps the common prefix and suffix of the two
+// texts; maps compose, so an analysis made several edits ago is still read wherever its text
+// survives (document.h).
 #pragma once
 
 #include <cstdint>
@@ -49,27 +49,34 @@ class LineIndex {
   std::vector<std::uint32_t> line_ends_;  // before the line break
 };
 
-class TextMap {
+class OffsetMap {
  public:
-  TextMap() = default;  // the identity on one text
-  TextMap(std::string_view old_text, std::string_view new_text);
+  OffsetMap() = default;
+  // The identity on a text of `size` bytes.
+  static OffsetMap Identity(std::uint32_t size);
+  // One edit: what `old_text` and `new_text` share as prefix and suffix.
+  static OffsetMap Between(std::string_view old_text, std::string_view new_text);
+  // This map, then `next` (from this map's new text to a newer one).
+  OffsetMap Then(const OffsetMap& next) const;
+  // Adds that old [begin, end) moved by `shift` (a piece of text known to survive, such as a
+  // definition whose text is unchanged), where the map does not already say where it went.
+  void Add(std::uint32_t begin, std::uint32_t end, std::int64_t shift);
 
-  bool identity() const { return identity_; }
-  // An offset of the old text in the new one: a position (the byte at it is unchanged), or the end
-  // of a range (the byte before it is unchanged). Nothing when it is inside the changed region.
+  // An offset of the old text in the new one: a position (the byte at it survives), or the end of
+  // a range (the byte before it survives). Nothing when that byte did not survive.
   std::optional<std::uint32_t> ToNew(std::uint32_t old_offset) const;
   std::optional<std::uint32_t> EndToNew(std::uint32_t old_end) const;
   std::optional<std::uint32_t> ToOld(std::uint32_t new_offset) const;
-  std::optional<std::uint32_t> EndToOld(std::uint32_t new_end) const;
-  // The changed region, [prefix, old_size - suffix) of the old text, [prefix, new_size - suffix)
-  // of the new one.
-  std::uint32_t prefix() const { return prefix_; }
-  std::uint32_t old_changed_end() const { return old_size_ - suffix_; }
-  std::uint32_t new_changed_end() const { return new_size_ - suffix_; }
+  // The old offset of `new_offset`, or else of the nearest surviving position before it: where an
+  // edit in progress began.
+  std::uint32_t ToOldBefore(std::uint32_t new_offset) const;
 
  private:
-  bool identity_ = true;
-  std::uint32_t prefix_ = 0, suffix_ = 0, old_size_ = 0, new_size_ = 0;
+  struct Piece {
+    std::uint32_t begin, end;  // old offsets [begin, end)
+    std::int64_t shift;        // new = old + shift
+  };
+  std::vector<Piece> pieces_;  // in order, disjoint
 };
 
 }  // namespace weft::lsp

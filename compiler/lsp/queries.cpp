@@ -21,19 +21,18 @@ bool Holds(Span outer, std::uint32_t begin, std::uint32_t end) {
 
 // ---- Spans to places in the document or in the files it imports ----
 
-// A span of the view's analysis in the document's current text; nothing when the edit since then
-// touched it.
-std::optional<Range> DocumentRange(const Document& document, const View& view, Span span) {
-  std::optional<std::uint32_t> begin = view.map.ToNew(span.begin);
-  std::optional<std::uint32_t> end = span.end == span.begin ? begin : view.map.EndToNew(span.end);
+// A span of an analysis in the document's current text; nothing when an edit since then touched it.
+std::optional<Range> DocumentRange(const Document& document, const OffsetMap& map, Span span) {
+  std::optional<std::uint32_t> begin = map.ToNew(span.begin);
+  std::optional<std::uint32_t> end = span.end == span.begin ? begin : map.EndToNew(span.end);
   if (!begin || !end) return std::nullopt;
   return document.lines().ToRange(*begin, *end);
 }
 
-std::optional<Location> LocationOf(const Document& document, const View& view, Span span) {
-  const Analysis& analysis = *view.analysis;
+std::optional<Location> LocationOf(const Document& document, const Analysis& analysis, const OffsetMap& map,
+                                   Span span) {
   if (span.file == analysis.file) {
-    std::optional<Range> range = DocumentRange(document, view, span);
+    std::optional<Range> range = DocumentRange(document, map, span);
     if (!range) return std::nullopt;
     return Location{document.path(), *range};
   }
@@ -41,6 +40,10 @@ std::optional<Location> LocationOf(const Document& document, const View& view, S
   const SourceBuffer& buffer = analysis.sources.Get(span.file);
   LineIndex lines(buffer.text());
   return Location{std::string(buffer.name()), lines.ToRange(span.begin, span.end)};
+}
+
+std::optional<Location> LocationOf(const Document& document, const View& view, Span span) {
+  return LocationOf(document, *view.analysis, view.map, span);
 }
 
 // The file an `import` reads, as check/checker.cpp's Import resolves it.
@@ -293,20 +296,17 @@ bool Readable(const core::Def* def) {
   return def && def->ok && def->body.valid();
 }
 
-// The syntax declaration named by a token of it (its name), if the token is one.
-const syntax::Decl* DeclNamed(const Analysis& analysis, Span token) {
-  for (const syntax::Decl& decl : analysis.ast.decls()) {
-    const syntax::Name* name = nullptr;
-    if (const auto* def = std::get_if<syntax::Def>(&decl.node)) name = &def->name;
-    if (const auto* kernel = std::get_if<syntax::KernelDecl>(&decl.node)) name = &kernel->name;
-    if (name && name->span.begin == token.begin && name->span.end == token.end) return &decl;
-  }
+const syntax::Name* DeclName(const syntax::Decl& decl) {
+  if (const auto* def = std::get_if<syntax::Def>(&decl.node)) return &def->name;
+  if (const auto* kernel = std::get_if<syntax::KernelDecl>(&decl.node)) return &kernel->name;
   return nullptr;
 }
 
-const core::Def* CoreDefOf(const Analysis& analysis, const syntax::Decl& decl) {
-  for (const core::Def* def : analysis.OwnDefs()) {
-    if (def->span.begin == decl.span.begin) return def;
+// The syntax declaration named by a token of it (its name), if the token is one.
+const syntax::Decl* DeclNamed(const Analysis& analysis, Span token) {
+  for (const syntax::Decl& decl : analysis.ast.decls()) {
+    const syntax::Name* name = DeclName(decl);
+    if (name && name->span.begin == token.begin && name->span.end == token.end) return &decl;
   }
   return nullptr;
 }
@@ -452,19 +452,54 @@ std::optional<Point> ReadablePoint(const std::vector<View>& views, std::uint32_t
   return std::nullopt;
 }
 
-std::vector<View> Views(const Document& document) {
-  std::vector<View> views{document.current()};
-  for (View& view : document.Earlier()) views.push_back(std::move(view));
-  return views;
+// A definition of the document, with the analysis that checked it.
+struct Checked {
+  const View* view;
+  const core::Def* def;
+};
+
+// The checked definition of a declaration of the current text (`begin`: where it starts there),
+// from the most recent analysis that checked it where it now is.
+std::optional<Checked> CheckedDecl(const std::vector<View>& views, const std::string& name, std::uint32_t begin) {
+  for (const View& view : views) {
+    for (const core::Def* def : view.analysis->OwnDefs()) {
+      if (def->name == name && view.map.ToNew(def->span.begin) == begin) return Checked{&view, def};
+    }
+  }
+  return std::nullopt;
 }
 
-std::optional<Location> GlobalLocation(const Document& document, const std::string& name) {
-  const View& view = document.current();
-  const Analysis& analysis = *view.analysis;
-  if (!analysis.result) return std::nullopt;
-  const core::Def* def = analysis.result->module.Find(name);
-  if (!def) return std::nullopt;
-  return LocationOf(document, view, NameSpan(analysis.sources, *def));
+// The declaration of the current text named `name`, and where it starts there.
+const syntax::Decl* DeclOf(const View& current, const std::string& name) {
+  for (const syntax::Decl& decl : current.analysis->ast.decls()) {
+    const syntax::Name* own = DeclName(decl);
+    if (own && own->text == name) return &decl;
+  }
+  return nullptr;
+}
+
+// A top-level name's definition: in the document, else an imported one.
+std::optional<Checked> GlobalDef(const std::vector<View>& views, const std::string& name) {
+  const View& current = views.front();
+  if (const syntax::Decl* decl = DeclOf(current, name)) {
+    std::optional<std::uint32_t> begin = current.map.ToNew(decl->span.begin);
+    return begin ? CheckedDecl(views, name, *begin) : std::nullopt;
+  }
+  for (const View& view : views) {
+    if (!view.analysis->result) continue;
+    const core::Def* def = view.analysis->result->module.Find(name);
+    if (def && def->span.file != view.analysis->file) return Checked{&view, def};
+  }
+  return std::nullopt;
+}
+
+std::optional<Location> GlobalLocation(const Document& document, const std::vector<View>& views,
+                                       const std::string& name) {
+  const View& current = views.front();
+  if (const syntax::Decl* decl = DeclOf(current, name)) return LocationOf(document, current, DeclName(*decl)->span);
+  std::optional<Checked> imported = GlobalDef(views, name);
+  if (!imported) return std::nullopt;
+  return LocationOf(document, *imported->view, NameSpan(imported->view->analysis->sources, *imported->def));
 }
 
 }  // namespace
@@ -472,25 +507,27 @@ std::optional<Location> GlobalLocation(const Document& document, const std::stri
 // ---- Diagnostics ----
 
 std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
-  const View& view = document.current();
-  const Analysis& analysis = *view.analysis;
+  const View& current = document.current();
+  const Analysis& now = *current.analysis;
   std::vector<PublishedDiagnostic> out;
   // Where an error in an imported file is shown: the `import` that reads that file.
-  auto import_of = [&](FileId file) -> std::optional<Range> {
-    std::string name(analysis.sources.Get(file).name());
-    for (const syntax::Decl& decl : analysis.ast.decls()) {
-      if (!std::holds_alternative<syntax::Import>(decl.node)) continue;
-      // The module's own name is enough for the stdlib; a path import is compared as resolved.
-      const auto& import = std::get<syntax::Import>(decl.node);
-      std::string stem = std::filesystem::path(name).stem().string();
-      if (import.target == stem || name.ends_with(import.target)) return DocumentRange(document, view, decl.span);
+  auto import_of = [&](std::string_view file) -> std::optional<Range> {
+    std::string stem = std::filesystem::path(file).stem().string();
+    for (const syntax::Decl& decl : now.ast.decls()) {
+      const auto* import = std::get_if<syntax::Import>(&decl.node);
+      if (import && (import->target == stem || file.ends_with(import->target)))
+        return DocumentRange(document, current.map, decl.span);
     }
     return std::nullopt;
   };
-  auto related = [&](Span span, const std::string& message, std::vector<RelatedInformation>& list) {
-    if (std::optional<Location> location = LocationOf(document, view, span)) list.push_back({*location, message});
-  };
-  for (const Diagnostic& diagnostic : analysis.diagnostics.all()) {
+  for (const DiagnosticRef& ref : document.Diagnostics()) {
+    const Analysis& analysis = *ref.analysis;
+    const OffsetMap& map = document.MapOf(ref.analysis);
+    const Diagnostic& diagnostic = *ref.diagnostic;
+    auto related = [&](Span span, const std::string& message, std::vector<RelatedInformation>& list) {
+      if (std::optional<Location> location = LocationOf(document, analysis, map, span))
+        list.push_back({*location, message});
+    };
     const DiagnosticInfo& info = Info(diagnostic.kind);
     PublishedDiagnostic d;
     d.severity = info.severity == Severity::Error     ? DiagnosticSeverity::Error
@@ -499,21 +536,22 @@ std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
     d.code = std::string(info.id);
     d.message = diagnostic.message;
     if (diagnostic.span.file == analysis.file) {
-      std::optional<Range> range = DocumentRange(document, view, diagnostic.span);
-      if (range) d.range = *range;
+      std::optional<Range> range = DocumentRange(document, map, diagnostic.span);
+      if (!range) continue;  // cannot happen: Document::Refresh checks again what moved
+      d.range = *range;
     } else if (diagnostic.span.valid()) {
       const SourceBuffer& buffer = analysis.sources.Get(diagnostic.span.file);
       LineCol at = buffer.Locate(diagnostic.span.begin);
       d.message = "in " + std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
                   ": " + d.message;
-      d.range = import_of(diagnostic.span.file).value_or(Range{});
+      d.range = import_of(buffer.name()).value_or(Range{});
       related(diagnostic.span, diagnostic.message, d.related);
     }
     for (const Note& note : diagnostic.notes) related(note.span, note.message, d.related);
     out.push_back(std::move(d));
   }
-  if (!analysis.internal_error.empty()) {
-    out.push_back({Range{}, DiagnosticSeverity::Error, "", "internal compiler error: " + analysis.internal_error, {}});
+  if (!now.internal_error.empty()) {
+    out.push_back({Range{}, DiagnosticSeverity::Error, "", "internal compiler error: " + now.internal_error, {}});
   }
   return out;
 }
@@ -521,7 +559,7 @@ std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
 // ---- Hover ----
 
 std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
-  std::vector<View> views = Views(document);
+  std::vector<View> views = document.Views();
   const View& current = views.front();
   const Analysis& now = *current.analysis;
   std::optional<std::uint32_t> at = current.map.ToOld(offset);
@@ -529,9 +567,12 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
   // A definition's name: its signature (known even when its body has errors).
   if (token) {
     if (const syntax::Decl* decl = DeclNamed(now, token->span)) {
-      const core::Def* def = CoreDefOf(now, *decl);
-      std::optional<Range> range = DocumentRange(document, current, token->span);
-      if (def && range) return HoverText{CodeBlock(Signature(now.result->vars, *def)), *range};
+      std::optional<std::uint32_t> begin = current.map.ToNew(decl->span.begin);
+      std::optional<Checked> checked = begin ? CheckedDecl(views, DeclName(*decl)->text, *begin) : std::nullopt;
+      std::optional<Range> range = DocumentRange(document, current.map, token->span);
+      if (checked && range) {
+        return HoverText{CodeBlock(Signature(checked->view->analysis->result->vars, *checked->def)), *range};
+      }
     }
   }
 
@@ -562,22 +603,21 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
       text = label + " : " + printer.PrintWithClasses(e.type);
       if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
         // The type at this use, and the definition's own when it is more general.
-        const core::Def* def = reader.module().Find(global->name);
-        if (def) {
+        if (const core::Def* def = reader.module().Find(global->name)) {
           std::string general = Signature(vars, *def);
           if (general != text) extra = "\n\ndefined as `" + general + "`";
         }
       }
     }
-    std::optional<Range> range = DocumentRange(document, *point->view, span);
-    if (!range) range = DocumentRange(document, *point->view, point->token->span);
+    std::optional<Range> range = DocumentRange(document, point->view->map, span);
+    if (!range) range = DocumentRange(document, point->view->map, point->token->span);
     if (!range) return std::nullopt;
     return HoverText{CodeBlock(text) + extra, *range};
   }
 
   // Step 3: the syntax tree of the current analysis.
   if (!token || token->kind != TokenKind::Identifier) return std::nullopt;
-  std::optional<Range> range = DocumentRange(document, current, token->span);
+  std::optional<Range> range = DocumentRange(document, current.map, token->span);
   if (!range) return std::nullopt;
   std::string name = TokenText(now, token->span);
   if (const syntax::Def* def = SyntaxDefAt(now, token->span.begin)) {
@@ -589,9 +629,8 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
       return HoverText{CodeBlock(name + " : " + type), *range};
     }
   }
-  if (now.result) {
-    if (const core::Def* def = now.result->module.Find(name))
-      return HoverText{CodeBlock(Signature(now.result->vars, *def)), *range};
+  if (std::optional<Checked> global = GlobalDef(views, name)) {
+    return HoverText{CodeBlock(Signature(global->view->analysis->result->vars, *global->def)), *range};
   }
   return std::nullopt;
 }
@@ -599,7 +638,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
 // ---- Go to definition ----
 
 std::optional<Location> Definition(const Document& document, std::uint32_t offset) {
-  std::vector<View> views = Views(document);
+  std::vector<View> views = document.Views();
   const View& current = views.front();
   const Analysis& now = *current.analysis;
   std::optional<std::uint32_t> at = current.map.ToOld(offset);
@@ -628,9 +667,7 @@ std::optional<Location> Definition(const Document& document, std::uint32_t offse
       return LocationOf(document, *point->view, binder->span);
     }
     if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
-      if (std::optional<Location> location = GlobalLocation(document, global->name)) return location;
-      const core::Def* def = reader.module().Find(global->name);
-      return def ? LocationOf(document, *point->view, NameSpan(analysis.sources, *def)) : std::nullopt;
+      return GlobalLocation(document, views, global->name);
     }
     if (const auto* size = std::get_if<core::expr::SizeValue>(&e.node)) {
       std::optional<core::SizeVarId> var = size->dim.AsVar();
@@ -650,29 +687,30 @@ std::optional<Location> Definition(const Document& document, std::uint32_t offse
       if (it->name == name) return LocationOf(document, current, it->span);
     }
   }
-  return GlobalLocation(document, name);
+  return GlobalLocation(document, views, name);
 }
 
 // ---- Document symbols ----
 
 std::vector<Symbol> Symbols(const Document& document) {
-  const View& view = document.current();
-  const Analysis& analysis = *view.analysis;
+  std::vector<View> views = document.Views();
+  const View& current = views.front();
   std::vector<Symbol> out;
-  for (const syntax::Decl& decl : analysis.ast.decls()) {
-    std::optional<Range> range = DocumentRange(document, view, decl.span);
+  for (const syntax::Decl& decl : current.analysis->ast.decls()) {
+    std::optional<Range> range = DocumentRange(document, current.map, decl.span);
     if (!range) continue;
     if (const auto* import = std::get_if<syntax::Import>(&decl.node)) {
       out.push_back({import->target, "import", SymbolKind::Module, *range, *range});
       continue;
     }
     const auto* def = std::get_if<syntax::Def>(&decl.node);
-    const syntax::Name& name = def ? def->name : std::get<syntax::KernelDecl>(decl.node).name;
+    const syntax::Name& name = *DeclName(decl);
     Symbol symbol{name.text, "", def && def->params.empty() ? SymbolKind::Variable : SymbolKind::Function, *range,
-                  DocumentRange(document, view, name.span).value_or(*range)};
-    if (const core::Def* checked = CoreDefOf(analysis, decl)) {
-      core::TypePrinter printer(analysis.result->vars);
-      symbol.detail = printer.PrintWithClasses(checked->scheme.type);
+                  DocumentRange(document, current.map, name.span).value_or(*range)};
+    std::optional<std::uint32_t> begin = current.map.ToNew(decl.span.begin);
+    if (std::optional<Checked> checked = begin ? CheckedDecl(views, name.text, *begin) : std::nullopt) {
+      core::TypePrinter printer(checked->view->analysis->result->vars);
+      symbol.detail = printer.PrintWithClasses(checked->def->scheme.type);
       if (!def) symbol.detail = "kernel : " + symbol.detail;
     }
     out.push_back(std::move(symbol));
@@ -700,12 +738,12 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
     if (seen.insert(label).second) out.push_back({label, kind, detail});
   };
 
-  // Locals: from the core IR where the definition checked, here or earlier (a position inside the
+  // Locals: from the core IR where the definition checked, here or earlier (a position inside an
   // edit is read where the edit starts), else from the syntax tree.
-  std::vector<View> views = Views(document);
+  std::vector<View> views = document.Views();
   bool found = false;
   for (const View& view : views) {
-    std::uint32_t old = view.map.ToOld(offset).value_or(view.map.prefix());
+    std::uint32_t old = view.map.ToOldBefore(offset);
     const core::Def* def = DefAt(*view.analysis, old);
     if (!Readable(def)) continue;
     CoreReader reader(*view.analysis, *def);
@@ -719,7 +757,7 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
   }
   const View& current = views.front();
   const Analysis& now = *current.analysis;
-  std::uint32_t here = current.map.ToOld(offset).value_or(current.map.prefix());
+  std::uint32_t here = current.map.ToOldBefore(offset);
   if (!found) {
     if (const syntax::Def* def = SyntaxDefAt(now, here)) {
       std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, here);
@@ -730,18 +768,28 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
     }
   }
 
-  // Definitions above the position, then imported ones (definitions are checked in order: one
-  // further down is not in scope yet).
+  // The definitions above the position (definitions are checked in order: one further down is not
+  // in scope yet), then the imported ones.
+  auto add_def = [&](const std::string& name, const Checked* checked) {
+    if (!checked) return add(name, CompletionKind::Function, "");
+    const core::Def& def = *checked->def;
+    core::TypePrinter printer(checked->view->analysis->result->vars);
+    bool function = std::holds_alternative<core::FunctionType>(def.scheme.type->node);
+    add(name, function ? CompletionKind::Function : CompletionKind::Variable,
+        printer.PrintWithClasses(def.scheme.type));
+  };
+  for (const syntax::Decl& decl : now.ast.decls()) {
+    const syntax::Name* name = DeclName(decl);
+    if (!name || decl.span.end >= here) continue;
+    std::optional<std::uint32_t> begin = current.map.ToNew(decl.span.begin);
+    std::optional<Checked> checked = begin ? CheckedDecl(views, name->text, *begin) : std::nullopt;
+    add_def(name->text, checked ? &*checked : nullptr);
+  }
   if (now.result) {
     for (const core::Def& def : now.result->module.defs()) {
-      bool own = def.span.file == now.file;
-      if (own && def.span.begin >= here) continue;
-      if (own && def.span.end >= here) continue;  // the definition being written
-      if (def.name.empty() || !(std::isalpha(static_cast<unsigned char>(def.name[0])) || def.name[0] == '_')) continue;
-      core::TypePrinter printer(now.result->vars);
-      bool function = std::holds_alternative<core::FunctionType>(def.scheme.type->node);
-      add(def.name, function ? CompletionKind::Function : CompletionKind::Variable,
-          printer.PrintWithClasses(def.scheme.type));
+      if (def.span.file == now.file) continue;
+      Checked checked{&current, &def};
+      add_def(def.name, &checked);
     }
   }
   for (const std::string& name : BuiltinNames()) add(name, CompletionKind::Function, "built-in");

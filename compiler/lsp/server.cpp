@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -342,7 +344,17 @@ class Server {
   }
 
   void Analyse(Document& document) {
-    document.Refresh(options_);
+    auto start = std::chrono::steady_clock::now();
+    bool ran = document.Refresh(options_);
+    if (trace_) {
+      const Analysis& analysis = *document.current().analysis;
+      auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::string what = !ran             ? "the same tokens, nothing checked"
+                         : analysis.whole ? "checked the whole file"
+                                          : "checked " + std::to_string(analysis.checked.size()) + " definitions";
+      std::cerr << "weft lsp: " << document.uri() << " version " << document.version() << ": " << what << " ("
+                << analysis.ast.decls().size() << " declarations) in " << ms << " ms\n";
+    }
     Json diagnostics = Json::array();
     for (const PublishedDiagnostic& d : Diagnose(document)) {
       Json out = {{"range", ToJson(d.range)},
@@ -396,6 +408,7 @@ class Server {
   bool initialized_ = false;
   bool shutdown_ = false;
   std::optional<int> exit_code_;
+  bool trace_ = std::getenv("WEFT_LSP_TRACE") != nullptr;  // what each analysis checked, on stderr
 };
 
 }  // namespace

@@ -44,6 +44,16 @@ LIB = """\
 def double (v: f32[n]) = v + v
 """
 
+INCREMENTAL = """\
+def base (x: f32[n]) = x * 2.0
+
+def user (y: f32[4]) = base y + y
+
+def other (z: f32[3]) = z + z
+
+def far (w: f32[2]) = w * w
+"""
+
 SHAPE_ERROR = """\
 -- language.md's rejected example: the inner dimensions of `@` are 4 and 5.
 def bad (x: f32[n, 4]) (y: f32[5, m]) = x @ y
@@ -260,6 +270,52 @@ def main():
           hover_text(result) == "g : f32[b, n]", result)
     client.change(good, GOOD, 7)
     check("syntax error fixed: no diagnostics", client.diagnostics(good, version=7) == [])
+
+    # ---- incremental checking: only what an edit affects is checked again ----
+    inc_uri = "file://" + os.path.join(work, "incremental.weft")
+    inc = INCREMENTAL
+    client.open(inc_uri, inc)
+    check("incremental: the file checks", client.diagnostics(inc_uri, version=1) == [])
+    # `base` changes type: `user`, whose text is unchanged, breaks (it names `base`).
+    inc = inc.replace("= x * 2.0", "= concat x x")
+    client.change(inc_uri, inc, 2)
+    diagnostics = client.diagnostics(inc_uri, version=2)
+    check("incremental: a definition that names a changed one is checked again",
+          len(diagnostics) == 1 and diagnostics[0]["range"]["start"]["line"] == position_of(inc, "def user")["line"],
+          diagnostics)
+    # An edit far below: `user`'s error stays (kept from the analysis that found it), `far`'s is new.
+    inc = inc.replace("w * w", "w * true")
+    client.change(inc_uri, inc, 3)
+    diagnostics = client.diagnostics(inc_uri, version=3)
+    lines = sorted(d["range"]["start"]["line"] for d in diagnostics)
+    check("incremental: errors of definitions not checked again are kept, in place",
+          lines == [position_of(inc, "def user")["line"], position_of(inc, "def far")["line"]], diagnostics)
+    result = hover(inc_uri, inc, "z + z")
+    check("incremental: a definition between two edits keeps its hovers", hover_text(result) == "z : f32[3]", result)
+    # The same text checked whole, in a second document, gives the same diagnostics.
+    whole_uri = "file://" + os.path.join(work, "incremental_whole.weft")
+    client.open(whole_uri, inc)
+    whole = client.diagnostics(whole_uri)
+    strip = lambda ds: sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d.get("code"),
+                               d["message"]) for d in ds)
+    check("incremental: the diagnostics are those of a check of the whole file", strip(whole) == strip(diagnostics),
+          (whole, diagnostics))
+    # An unknown name: "did you mean" names a definition that the edited one did not name before.
+    inc = inc.replace("z + z", "z + basr")
+    client.change(inc_uri, inc, 4)
+    diagnostics = client.diagnostics(inc_uri, version=4)
+    check("incremental: an unknown name's suggestion is a check of the whole file's",
+          any("unknown name `basr`; did you mean `base`?" == d["message"] for d in diagnostics), diagnostics)
+    # A name defined below: E0201, as a check of the whole file says.
+    inc = inc.replace("base y + y", "base y + far")
+    client.change(inc_uri, inc, 5)
+    diagnostics = client.diagnostics(inc_uri, version=5)
+    check("incremental: a definition used above its own is E0201",
+          any(d.get("code") == "E0201" for d in diagnostics), diagnostics)
+    client.change(whole_uri, inc, 2)
+    whole = client.diagnostics(whole_uri, version=2)
+    check("incremental: ... the same diagnostics as a whole check, again", strip(whole) == strip(diagnostics),
+          (whole, diagnostics))
 
     # ---- a shape error, with its notes as related information ----
     shape_uri = "file://" + os.path.join(work, "shape.weft")
