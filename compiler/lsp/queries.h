@@ -7,7 +7,7 @@
 //     expression or pattern of its core IR whose span holds the position (its type is the one at
 //     that use; a name of a local is resolved by walking the binders that enclose it).
 //  2. Otherwise in the earlier analyses where that definition last checked, if the text around the
-//     position is unchanged since (TextMap), with the results moved back to the current text.
+//     position survives since (OffsetMap), with the results moved back to the current text.
 //  3. Otherwise from the syntax tree: a parameter or `let` with a written type shows that type, a
 //     top-level name its signature, and binders are found by walking the tree.
 #pragma once

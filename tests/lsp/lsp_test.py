@@ -8,6 +8,7 @@ Usage: lsp_test.py WEFT   (ctest runs it as the test `lsp`; `make test` runs cte
 Exit status 0 when every check passes; each failure is printed with what came back.
 """
 import os
+import random
 import re
 import sys
 import tempfile
@@ -60,6 +61,57 @@ def bad (x: f32[n, 4]) (y: f32[5, m]) = x @ y
 
 def fine (z: f32[3]) = z * 2.0
 """
+
+
+RANDOM_EDITS = 12
+
+# Blocks of definitions that name each other, as in bench/check/generate.py.
+BLOCK = """\
+-- block {i}
+def scale{i} (x: 'f[..s, n]) (w: 'f[n]) = x * w + 1.0
+def mix{i} (a: f32[b, k]) (m: f32[k, n]) (bias: f32[n]) =
+  let h = a @ m in
+  let g = scale{i} h bias in
+  g - expand (max g)
+def step{i} (x: f32[b, 64]) (m: f32[64, 64]) (v: f32[64]) =
+  mix{i} x m v |> fn y -> y + scale{prev} y v
+"""
+
+
+def generated_program(lines):
+    out, i = "", 0
+    while out.count("\n") < lines:
+        out += BLOCK.format(i=i, prev=max(i - 1, 0))
+        i += 1
+    return out
+
+
+def mutate(text, rng):
+    """One random edit: a name swapped for another, a line dropped or repeated, an operand made a
+    bool, a literal changed, or a previous edit's kind again elsewhere."""
+    lines = text.split("\n")
+    kind = rng.randrange(5)
+    i = rng.randrange(len(lines))
+    if kind == 0:
+        names = re.findall(r"[a-z][a-z0-9]*", text)
+        words = re.findall(r"[a-z][a-z0-9]*", lines[i])
+        if words:
+            lines[i] = lines[i].replace(rng.choice(words), rng.choice(names), 1)
+    elif kind == 1:
+        del lines[i]
+    elif kind == 2:
+        lines.insert(i, lines[rng.randrange(len(lines))])
+    elif kind == 3:
+        lines[i] = lines[i].replace(" + ", " + true + ", 1)
+    else:
+        lines[i] = lines[i].replace("1.0", "2", 1).replace("64", "32", 1)
+    return "\n".join(lines)
+
+
+def strip(diagnostics):
+    """What must agree between two checks: places, ids, messages, related messages."""
+    return sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d.get("code"), d["message"],
+                   tuple(r["message"] for r in d.get("relatedInformation", []))) for d in diagnostics)
 
 
 class Checks:
@@ -296,8 +348,6 @@ def main():
     whole_uri = "file://" + os.path.join(work, "incremental_whole.weft")
     client.open(whole_uri, inc)
     whole = client.diagnostics(whole_uri)
-    strip = lambda ds: sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d.get("code"),
-                               d["message"]) for d in ds)
     check("incremental: the diagnostics are those of a check of the whole file", strip(whole) == strip(diagnostics),
           (whole, diagnostics))
     # An unknown name: "did you mean" names a definition that the edited one did not name before.
@@ -316,6 +366,27 @@ def main():
     whole = client.diagnostics(whole_uri, version=2)
     check("incremental: ... the same diagnostics as a whole check, again", strip(whole) == strip(diagnostics),
           (whole, diagnostics))
+
+    # Random edits of a generated program (bench/check/generate.py), each compared with a check of
+    # the whole text in a fresh document: incremental checking reports exactly what a whole check does.
+    program = generated_program(40)
+    random_uri = "file://" + os.path.join(work, "random_edits.weft")
+    client.open(random_uri, program)
+    client.diagnostics(random_uri, version=1)
+    rng = random.Random(7)
+    mismatches = []
+    for step in range(2, 2 + RANDOM_EDITS):
+        program = mutate(program, rng)
+        client.change(random_uri, program, step)
+        incremental = client.diagnostics(random_uri, version=step)
+        fresh_uri = "file://" + os.path.join(work, "fresh_%d.weft" % step)
+        client.open(fresh_uri, program)
+        fresh = client.diagnostics(fresh_uri)
+        client.notify("textDocument/didClose", {"textDocument": {"uri": fresh_uri}})
+        if strip(incremental) != strip(fresh):
+            mismatches.append((step, strip(incremental), strip(fresh)))
+    check("incremental: %d random edits, each reported as a whole check reports it" % RANDOM_EDITS,
+          not mismatches, mismatches[:1])
 
     # ---- a shape error, with its notes as related information ----
     shape_uri = "file://" + os.path.join(work, "shape.weft")
