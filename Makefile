@@ -11,7 +11,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: editors-deps editors-npm editors-test vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp format format-check clean
+.PHONY: editors-deps editors-npm editors-test vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -94,6 +94,10 @@ bench-check: build-release
 
 bench-interp: build-release
 	bench/interp/run.sh
+
+# The language server's latency: an edit to its diagnostics, a hover (generated 2,000-line program).
+bench-lsp: build-release
+	bench/lsp/run.sh
 
 format:
 	git ls-files '*.h' '*.cpp' | xargs clang-format -i
