@@ -157,6 +157,7 @@ bool Document::Refresh(const check::CheckOptions& options) {
       if (const syntax::Name* name = DeclName(decl)) now.emplace(name->text, &decl);
     }
     std::string_view old_text = analysed_;
+    OffsetMap refined;
     for (const syntax::Decl& old : previous->ast.decls()) {
       const syntax::Name* name = DeclName(old);
       auto it = name ? now.find(name->text) : now.end();
@@ -166,9 +167,10 @@ bool Document::Refresh(const check::CheckOptions& options) {
       if (!begin || !end) continue;
       Span moved = it->second->span;
       if (old_text.substr(*begin, *end - *begin) == TextOf(*analysis, moved))
-        step.Add(*begin, *end, static_cast<std::int64_t>(moved.begin) - *begin);
+        refined.Add(*begin, *end, static_cast<std::int64_t>(moved.begin) - *begin);
     }
-    move_maps(step);
+    refined.Add(step);  // the edit's prefix and suffix, where they do not contradict a definition's move
+    move_maps(refined);
   }
 
   // Which declarations to check: all, or those affected by the edit (step 3 of document.h).

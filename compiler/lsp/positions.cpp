@@ -94,14 +94,32 @@ OffsetMap OffsetMap::Then(const OffsetMap& next) const {
 }
 
 void OffsetMap::Add(std::uint32_t begin, std::uint32_t end, std::int64_t shift) {
-  std::vector<Piece> out;
+  // The parts of [begin, end) whose old offsets and whose new ones are both free.
+  std::vector<std::pair<std::int64_t, std::int64_t>> parts{{begin, end}};
+  auto cut = [&](std::int64_t lo, std::int64_t hi) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (auto [from, to] : parts) {
+      if (hi <= from || to <= lo) {
+        out.emplace_back(from, to);
+        continue;
+      }
+      if (from < lo) out.emplace_back(from, lo);
+      if (hi < to) out.emplace_back(hi, to);
+    }
+    parts = std::move(out);
+  };
   for (const Piece& piece : pieces_) {
-    if (begin < end && begin < piece.begin) out.push_back({begin, std::min(end, piece.begin), shift});
-    out.push_back(piece);
-    begin = std::max(begin, piece.end);
+    cut(piece.begin, piece.end);
+    cut(piece.begin + piece.shift - shift, piece.end + piece.shift - shift);
   }
-  if (begin < end) out.push_back({begin, end, shift});
-  pieces_ = std::move(out);
+  for (auto [from, to] : parts) {
+    pieces_.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to), shift});
+  }
+  std::sort(pieces_.begin(), pieces_.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+}
+
+void OffsetMap::Add(const OffsetMap& other) {
+  for (const Piece& piece : other.pieces_) Add(piece.begin, piece.end, piece.shift);
 }
 
 std::optional<std::uint32_t> OffsetMap::ToNew(std::uint32_t old_offset) const {
@@ -128,11 +146,18 @@ std::optional<std::uint32_t> OffsetMap::ToOld(std::uint32_t new_offset) const {
 }
 
 std::uint32_t OffsetMap::ToOldBefore(std::uint32_t new_offset) const {
+  // The surviving position nearest before `new_offset` (pieces may be out of order in the new
+  // text when a definition moved).
+  std::int64_t best_new = -1;
   std::uint32_t best = 0;
   for (const Piece& piece : pieces_) {
     std::int64_t begin = piece.begin + piece.shift, end = piece.end + piece.shift;
-    if (begin > new_offset) break;
-    best = new_offset < end ? static_cast<std::uint32_t>(new_offset - piece.shift) : piece.end;
+    if (begin > new_offset) continue;
+    std::int64_t at = std::min<std::int64_t>(new_offset, end);
+    if (at > best_new) {
+      best_new = at;
+      best = static_cast<std::uint32_t>(at - piece.shift);
+    }
   }
   return best;
 }

@@ -59,8 +59,10 @@ class OffsetMap {
   // This map, then `next` (from this map's new text to a newer one).
   OffsetMap Then(const OffsetMap& next) const;
   // Adds that old [begin, end) moved by `shift` (a piece of text known to survive, such as a
-  // definition whose text is unchanged), where the map does not already say where it went.
+  // definition whose text is unchanged), where the map says nothing yet of either the old offsets
+  // or the new ones (so that it stays one-to-one).
   void Add(std::uint32_t begin, std::uint32_t end, std::int64_t shift);
+  void Add(const OffsetMap& other);
 
   // An offset of the old text in the new one: a position (the byte at it survives), or the end of
   // a range (the byte before it survives). Nothing when that byte did not survive.

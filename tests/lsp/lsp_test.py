@@ -367,6 +367,16 @@ def main():
     check("incremental: ... the same diagnostics as a whole check, again", strip(whole) == strip(diagnostics),
           (whole, diagnostics))
 
+    # A definition moved below another: it is not checked again, and keeps its hovers where it went.
+    moved = inc.replace("def other (z: f32[3]) = z + basr\n\n", "") + "\ndef other (z: f32[3]) = z + basr\n"
+    client.change(inc_uri, moved, 6)
+    diagnostics = client.diagnostics(inc_uri, version=6)
+    client.change(whole_uri, moved, 3)
+    check("incremental: a moved definition's diagnostics move with it",
+          strip(diagnostics) == strip(client.diagnostics(whole_uri, version=3)), diagnostics)
+    result = hover(inc_uri, moved, "z + basr")
+    check("incremental: ... and its hovers", hover_text(result) == "z : f32[3]", result)
+
     # Random edits of a generated program (bench/check/generate.py), each compared with a check of
     # the whole text in a fresh document: incremental checking reports exactly what a whole check does.
     program = generated_program(40)
