@@ -166,6 +166,7 @@ bool Document::Refresh(const check::CheckOptions& options) {
       std::optional<std::uint32_t> end = MapOf(previous).EndToNew(old.span.end);
       if (!begin || !end) continue;
       Span moved = it->second->span;
+      if (step.ToNew(*begin) == moved.begin && step.EndToNew(*end) == moved.end) continue;  // the edit keeps it
       if (old_text.substr(*begin, *end - *begin) == TextOf(*analysis, moved))
         refined.Add(*begin, *end, static_cast<std::int64_t>(moved.begin) - *begin);
     }

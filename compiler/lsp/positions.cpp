@@ -90,6 +90,7 @@ OffsetMap OffsetMap::Then(const OffsetMap& next) const {
           {static_cast<std::uint32_t>(from - a.shift), static_cast<std::uint32_t>(to - a.shift), a.shift + b.shift});
     }
   }
+  out.Merge();
   return out;
 }
 
@@ -120,6 +121,19 @@ void OffsetMap::Add(std::uint32_t begin, std::uint32_t end, std::int64_t shift) 
 
 void OffsetMap::Add(const OffsetMap& other) {
   for (const Piece& piece : other.pieces_) Add(piece.begin, piece.end, piece.shift);
+  Merge();
+}
+
+void OffsetMap::Merge() {
+  std::vector<Piece> out;
+  for (const Piece& piece : pieces_) {
+    if (!out.empty() && out.back().end == piece.begin && out.back().shift == piece.shift) {
+      out.back().end = piece.end;
+    } else {
+      out.push_back(piece);
+    }
+  }
+  pieces_ = std::move(out);
 }
 
 std::optional<std::uint32_t> OffsetMap::ToNew(std::uint32_t old_offset) const {

@@ -78,7 +78,9 @@ class OffsetMap {
     std::uint32_t begin, end;  // old offsets [begin, end)
     std::int64_t shift;        // new = old + shift
   };
-  std::vector<Piece> pieces_;  // in order, disjoint
+  void Merge();  // joins neighbouring pieces that move alike
+
+  std::vector<Piece> pieces_;  // in order of old offsets, disjoint in old and in new offsets
 };
 
 }  // namespace weft::lsp
