@@ -25,7 +25,7 @@ TEST_CASE("positions count UTF-16 units", "[lsp]") {
   CHECK(lines.ToOffset({7, 0}) == text.size());
 }
 
-TEST_CASE("lines end at \\n, \\r\\n and \\r", "[lsp]") {
+TEST_CASE("lines end at LF, CRLF and a lone CR", "[lsp]") {
   std::string text = "a\r\nb\rc\nd";
   LineIndex lines(text);
   CHECK(lines.ToPosition(3) == Position{1, 0});
