@@ -24,9 +24,11 @@ struct Painter {
   }
 };
 
-// One located message: the header line, the source line and the caret line under the span.
+// One located message: the header line, the source line and the caret line under the span. The
+// line number is left-aligned in a gutter `gutter_width` digits wide, so that all the lines of one
+// diagnostic (its error and its notes) share one gutter, as in rustc.
 void RenderLocated(std::string& out, const SourceManager& sources, Span span, Severity severity, std::string_view id,
-                   std::string_view message, const Painter& paint) {
+                   std::string_view message, const Painter& paint, std::size_t gutter_width) {
   const char* style = severity == Severity::Error ? kRed : severity == Severity::Warning ? kBlue : kCyan;
   std::string label = severity == Severity::Error ? "error" : severity == Severity::Warning ? "warning" : "note";
   if (!id.empty()) label += "[" + std::string(id) + "]";
@@ -43,6 +45,7 @@ void RenderLocated(std::string& out, const SourceManager& sources, Span span, Se
 
   std::string_view line = buffer.Line(at.line);
   std::string number = std::to_string(at.line);
+  number.resize(std::max(number.size(), gutter_width), ' ');
   std::string gutter(number.size() + 1, ' ');
   std::string_view shown = line;
   while (!shown.empty() && (shown.back() == ' ' || shown.back() == '\t')) shown.remove_suffix(1);
@@ -82,10 +85,16 @@ bool UseColor(ColorMode mode, int fd) {
 std::string Render(const SourceManager& sources, const Diagnostic& diagnostic, bool color) {
   Painter paint{color};
   const DiagnosticInfo& info = Info(diagnostic.kind);
+  std::size_t width = 0;
+  auto widen = [&](Span span) {
+    if (span.valid()) width = std::max(width, std::to_string(sources.Get(span.file).Locate(span.begin).line).size());
+  };
+  widen(diagnostic.span);
+  for (const Note& note : diagnostic.notes) widen(note.span);
   std::string out;
-  RenderLocated(out, sources, diagnostic.span, info.severity, info.id, diagnostic.message, paint);
+  RenderLocated(out, sources, diagnostic.span, info.severity, info.id, diagnostic.message, paint, width);
   for (const Note& note : diagnostic.notes) {
-    RenderLocated(out, sources, note.span, Severity::Note, "", note.message, paint);
+    RenderLocated(out, sources, note.span, Severity::Note, "", note.message, paint, width);
   }
   return out;
 }
