@@ -478,8 +478,16 @@ std::string Signature(const CheckResult& result, const CheckedDef& def) {
 }
 
 std::string Signature(const VarStore& vars, const CheckedDef& def) {
+  // The classes, then the `where` conditions, after one `where` (docs/types.md, Reading `weft check`).
   TypePrinter printer(vars);
-  return def.name + " : " + printer.PrintWithClasses(def.scheme.type);
+  std::string text = def.name + " : " + printer.PrintWithClasses(def.scheme.type);
+  bool where = text.find(" where ") != std::string::npos;
+  for (const DimFact& fact : def.scheme.where) {
+    text += std::string(where ? ", " : " where ") + printer.Print(vars.Resolve(fact.lhs)) + " " +
+            std::string(Spelling(fact.relation)) + " " + printer.Print(vars.Resolve(fact.rhs));
+    where = true;
+  }
+  return text;
 }
 
 }  // namespace weft::check
