@@ -48,6 +48,8 @@ struct CheckResult {
 
 struct CheckOptions {
   std::string stdlib_dir;  // where `import nn` finds nn.weft
+  // `load`, `save`, `arg` and `time` outside `def main` (the REPL's prompt); refused otherwise.
+  bool host_anywhere = false;
 };
 
 // Checks a parsed file (and what it imports). Errors go to `diagnostics`; the definitions that

@@ -507,6 +507,12 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             }
             if (auto builtin = builtins_.find(var.name); builtin != builtins_.end()) {
               elaboration_.refs[id.index] = RefKind::Builtin;
+              if (!in_main_ && !options_.host_anywhere &&
+                  (var.name == "load" || var.name == "save" || var.name == "arg" || var.name == "time")) {
+                // Effects and the command line belong to the program (language.md, host-only
+                // built-ins); `print` and `random` (seeded, so pure) are allowed anywhere.
+                diagnostics_.Emit(DiagnosticKind::HostOutsideMain, e.span, var.name, current_);
+              }
               if (IsShapeBuiltin(var.name)) {
                 // Its type depends on the list written after it (handle_apply.cpp): it has none alone.
                 diagnostics_.Emit(DiagnosticKind::ShapeBuiltinValue, e.span, var.name);

@@ -356,6 +356,7 @@ struct Repl::State {
   void NewSession() {
     check::CheckOptions options;
     options.stdlib_dir = config.stdlib_dir;
+    options.host_anywhere = true;  // the prompt is a program's `main`
     interpreter.reset();
     session = std::make_unique<check::Session>(sources, diagnostics, options);
     interp::InterpreterOptions run_options;
