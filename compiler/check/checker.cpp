@@ -173,7 +173,7 @@ void Checker::DefaultElems(const TypeRef& type) {
   for (ElemVarId v : free.elems) {
     if (vars_.info(v).level <= vars_.level()) continue;
     ElemClass cls = vars_.info(v).cls;
-    vars_.info(v).binding = Elem{cls == ElemClass::Num || cls == ElemClass::Int ? Dtype::I32 : Dtype::F32};
+    vars_.info(v).binding = Elem{DefaultDtype(cls)};
   }
 }
 

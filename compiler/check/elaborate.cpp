@@ -247,7 +247,7 @@ void Checker::Elaborate(const syntax::Def* def, const CheckedDef& checked) {
       CollectFreeVars(vars_, vars_.Resolve(type), free);
       for (ElemVarId v : free.elems) {
         if (kept.count(v) || vars_.info(v).level <= vars_.level()) continue;
-        vars_.info(v).binding = Elem{vars_.info(v).cls == ElemClass::Num ? Dtype::I32 : Dtype::F32};
+        vars_.info(v).binding = Elem{DefaultDtype(vars_.info(v).cls)};
       }
     }
     Elaborator elaborator(*ast_, vars_, elaboration_, module_);

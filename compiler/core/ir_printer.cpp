@@ -116,13 +116,13 @@ class IrPrinter {
     std::visit(Overloaded{
                    [&](const expr::IntLit& lit) { out_ << "(" << lit.value << " : " << types_.Print(e.type) << ")"; },
                    [&](const expr::FloatLit& lit) {
-              char text[64];
-              auto end = std::to_chars(text, text + sizeof text, lit.value).ptr;  // the shortest that reads back
-              std::string s(text, end);
-              if (s.find_first_of(".ein") == std::string::npos) s += ".0";
-              out_ << "(" << s << " : " << types_.Print(e.type) << ")";
-            },
-            [&](const expr::BoolLit& lit) { out_ << (lit.value ? "true" : "false"); },
+                     char text[64];
+                     auto end = std::to_chars(text, text + sizeof text, lit.value).ptr;  // the shortest that reads back
+                     std::string s(text, end);
+                     if (s.find_first_of(".ein") == std::string::npos) s += ".0";
+                     out_ << "(" << s << " : " << types_.Print(e.type) << ")";
+                   },
+                   [&](const expr::BoolLit& lit) { out_ << (lit.value ? "true" : "false"); },
                    [&](const expr::StringLit& lit) { out_ << '"' << lit.value << '"'; },
                    [&](const expr::Local& v) { out_ << v.name; },
                    [&](const expr::Global& v) { out_ << v.name; },

@@ -29,6 +29,10 @@ std::optional<ElemClass> JoinClasses(ElemClass a, ElemClass b) {
   return std::nullopt;  // int and float
 }
 
+Dtype DefaultDtype(ElemClass cls) {
+  return cls == ElemClass::Num || cls == ElemClass::Int ? Dtype::I32 : Dtype::F32;
+}
+
 bool InClass(Dtype dtype, ElemClass cls) {
   switch (cls) {
     case ElemClass::None:

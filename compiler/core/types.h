@@ -35,6 +35,8 @@ using ShapeVarId = TypedId<struct ShapeVarTag>;
 enum class ElemClass : std::uint8_t { None, Num, Float, Int };
 std::string_view Spelling(ElemClass cls);
 bool InClass(Dtype dtype, ElemClass cls);
+// What an element type that nothing fixes becomes (language.md: `num` and `int` to i32, else f32).
+Dtype DefaultDtype(ElemClass cls);
 // The class of the dtypes in both: nullopt when there are none (`int` and `float`).
 std::optional<ElemClass> JoinClasses(ElemClass a, ElemClass b);
 

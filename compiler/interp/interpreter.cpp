@@ -19,7 +19,7 @@ Dtype Frame::ElemOf(const Elem& elem) const {
   if (!e.is_var()) return e.dtype();
   if (auto it = subst.elems.find(e.var().index); it != subst.elems.end()) return it->second;
   // Nothing fixes it (no caller can): the defaults of a value.
-  return vars.info(e.var()).cls == ElemClass::Num ? Dtype::I32 : Dtype::F32;
+  return core::DefaultDtype(vars.info(e.var()).cls);
 }
 
 std::optional<std::int64_t> Frame::SizeOf(SizeVarId v) const {

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "core/type_printer.h"
 #include "check/unify.h"
+#include "core/type_printer.h"
 
 namespace weft::check {
 namespace {
