@@ -128,7 +128,7 @@ TEST_CASE("every built-in completion offers is one the checker knows", "[repl]")
   }
 }
 
-TEST_CASE("a failed expression leaves `it` as it was; :quit ends the session", "[repl]") {
+TEST_CASE("a failed expression leaves `it` as it was and :quit ends the session", "[repl]") {
   std::ostringstream out, err;
   Repl repl(out, err, TestConfig());
   CHECK(repl.Run("[1, 2]"));
