@@ -57,6 +57,16 @@ class Elaborator {
     return Add(e, result, core::expr::Apply{callee, std::move(args)}, id);
   }
 
+  // `loop p = init for i < bound do body` (or `pipeline`, the same fields) as a core loop.
+  template <typename LoopNode>
+  core::ExprId LoopOf(const syntax::Expr& e, syntax::ExprId id, const LoopNode& loop) {
+    core::ExprId init = Expr(loop.init);
+    core::ExprId bound = Expr(loop.bound);
+    core::PatternId state = Pattern(loop.state);
+    core::ExprId body = Expr(loop.body);
+    return Add(e, TypeOf(id), core::expr::Loop{state, init, loop.counter.text, bound, body}, id);
+  }
+
   const syntax::Ast& ast_;
   const VarStore& vars_;
   const Elaboration& info_;
@@ -204,21 +214,9 @@ core::ExprId Elaborator::Expr(syntax::ExprId id) {
             }
             return Add(e, TypeOf(id), std::move(out), id);
           },
-          [&](const Loop& loop) {
-            core::ExprId init = Expr(loop.init);
-            core::ExprId bound = Expr(loop.bound);
-            core::PatternId state = Pattern(loop.state);
-            core::ExprId body = Expr(loop.body);
-            return Add(e, TypeOf(id), ce::Loop{state, init, loop.counter.text, bound, body}, id);
-          },
-          [&](const Pipeline& pipeline) {
-            // The kernel tier's software-pipelined loop means, sequentially, a loop.
-            core::ExprId bound = Expr(pipeline.bound);
-            core::ExprId init = Expr(pipeline.init);
-            core::PatternId state = Pattern(pipeline.state);
-            core::ExprId body = Expr(pipeline.body);
-            return Add(e, TypeOf(id), ce::Loop{state, init, pipeline.counter.text, bound, body}, id);
-          },
+          // `loop`, and the kernel tier's software-pipelined `pipeline`, which means, sequentially, a loop.
+          [&](const Loop& loop) { return LoopOf(e, id, loop); },
+          [&](const Pipeline& pipeline) { return LoopOf(e, id, pipeline); },
           [&](const Cast& cast) {
             core::ExprId x = Expr(cast.operand);
             return Add(e, TypeOf(id), ce::Cast{cast.dtype, x}, id);
