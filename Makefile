@@ -11,7 +11,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: editors-deps editors-npm editors-test vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp format format-check clean
+.PHONY: editors-deps editors-npm editors-test editor-screenshot vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -52,10 +52,12 @@ test:
 	done=$$(date +%s); \
 	echo "make test: build $$((built - start)) s, tests $$((done - built)) s"
 
-# Editor support (editors/, docs/editors.md): Vim and Emacs for their tests, and Node.js with npm
-# for the VS Code extension. A Node.js already on PATH is kept (NodeSource's bundles npm, and
-# Debian's npm would conflict with it); Debian's nodejs and npm are installed only where absent.
-EDITOR_PACKAGES := vim emacs-nox
+# Editor support (editors/, docs/editors.md): Vim and Emacs for their tests, Vim's ALE and tmux for
+# the end-to-end test (tests/editors/e2e_vim_ale.sh), Pillow and the DejaVu fonts for its screenshot
+# (tools/editor-screenshot), and Node.js with npm for the VS Code extension. A Node.js already on
+# PATH is kept (NodeSource's bundles npm, and Debian's npm would conflict with it); Debian's nodejs
+# and npm are installed only where absent.
+EDITOR_PACKAGES := vim emacs-nox vim-ale tmux python3-pil fonts-dejavu-core
 
 editors-deps:
 	@missing=$$(for p in $(EDITOR_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -66,7 +68,7 @@ editors-deps:
 	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
 	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi; \
-	for tool in node npm vim emacs; do \
+	for tool in node npm vim emacs tmux; do \
 	  command -v $$tool >/dev/null || { echo "make editors-deps: $$tool is missing and could not be installed; the editor tests need it" >&2; exit 1; }; \
 	done
 
@@ -80,9 +82,14 @@ vsix: editors-npm
 	mkdir -p build/editors
 	cd editors/vscode && node_modules/.bin/vsce package --skip-license --allow-missing-repository -o ../../build/editors/weft.vsix
 
-# The grammar, client and packaging tests of editors/vscode, and the Vim and Emacs tests.
+# The grammar, client and packaging tests of editors/vscode, the Vim and Emacs tests, and Vim with ALE
+# against `weft lsp` in tmux (it takes weft from $$WEFT, else build/dev, else build/release).
 editors-test: vsix
 	VSIX=$(CURDIR)/build/editors/weft.vsix editors/test.sh
+
+# Regenerate docs/images/vim-ale-lsp.png, the screenshot of the end-to-end test (docs/editors.md).
+editor-screenshot: editors-deps build-release
+	WEFT=$(CURDIR)/build/release/compiler/driver/weft tools/editor-screenshot
 
 fuzz: build-fuzz
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
