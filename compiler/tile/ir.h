@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -86,12 +87,12 @@ struct ToRegs {
 struct Store {
   ValueId dst;  // a Global view of an `out` parameter
   ValueId src;  // Reg (or Shared)
-};  // no result
+};              // no result
 struct Mma {
   ValueId a;    // Reg (or Shared, for wgmma): M x K
   ValueId b;    // K x N
   ValueId acc;  // Reg f32: M x N
-};  // -> Reg f32 M x N
+};              // -> Reg f32 M x N
 struct Fill {
   ValueId value;  // a Scalar
   std::vector<std::int64_t> shape;
@@ -100,9 +101,9 @@ struct Iota {
   std::int64_t n = 0;
 };  // `iota [n]` -> Reg i64[n]
 struct Map {
-  std::string fn;  // a core built-in: + - * / maximum minimum select exp log == < ... negate abs
+  std::string fn;             // a core built-in: + - * / maximum minimum select exp log == < ... negate abs
   std::vector<ValueId> args;  // Reg tiles and Scalars, broadcast by language.md's rule
-};  // -> Reg
+};                            // -> Reg
 struct Reduce {
   std::string fn;  // sum, max, min: along the last axis
   ValueId src;
@@ -113,7 +114,7 @@ struct Expand {
 struct Cast {
   Dtype dtype;
   ValueId src;
-};  // Reg -> Reg
+};  // Reg -> Reg, or Scalar -> Scalar (`cast f32 kk`)
 struct Convert {
   ValueId src;
 };  // Reg -> Reg with its own layout: the only place a layout may change
@@ -131,9 +132,9 @@ struct Loop {
 };
 }  // namespace op
 
-using OpNode = std::variant<op::BlockIdx, op::Constant, op::Size, op::ScalarOp, op::View, op::ToShared, op::ToRegs,
-                            op::Store, op::Mma, op::Fill, op::Iota, op::Map, op::Reduce, op::Expand, op::Cast,
-                            op::Convert, op::Loop>;
+using OpNode =
+    std::variant<op::BlockIdx, op::Constant, op::Size, op::ScalarOp, op::View, op::ToShared, op::ToRegs, op::Store,
+                 op::Mma, op::Fill, op::Iota, op::Map, op::Reduce, op::Expand, op::Cast, op::Convert, op::Loop>;
 
 struct Op {
   Span span;
@@ -150,11 +151,13 @@ struct Param {
 struct Kernel {
   std::string name;
   Span span;
-  std::vector<Param> params;        // in source order, `out` ones included
+  std::vector<Param> params;         // in source order, `out` ones included
   std::vector<core::DimFact> where;  // the kernel's `where` facts
   std::vector<core::Dim> grid;       // one to three extents, over the parameters' sizes
   std::int64_t threads = 0;          // the block size the program asked for (a constant)
   std::vector<OpId> body;
+  // The names of the size variables the shapes, grid and facts mention (`m`, `k`), for printing.
+  std::map<core::SizeVarId, std::string> size_names;
 
   std::vector<Value> values;
   std::vector<Op> ops;
@@ -171,5 +174,18 @@ struct Kernel {
   Value& Get(ValueId id) { return values[id.index]; }
   const Op& Get(OpId id) const { return ops[id.index]; }
 };
+
+// The values an op reads, in order: a Loop's bound, its inits and its yields (not its body's ops').
+std::vector<ValueId> Operands(const Op& op);
+
+// The kernel in SSA form (`weft check --emit=tile`; docs/tile-ir.md describes the format).
+std::string Print(const Kernel& kernel);
+
+// Checks the IR's invariants: every value defined before it is used (a loop's counter and carried
+// values inside its body only), each op's operands in the spaces it takes, shapes consistent (mma's
+// M, K, N; Map's broadcasting; Reduce drops the last axis; a Loop's yields match its carried
+// values; View's rank rules). Returns the violations, empty when it holds. Lowering runs it in debug
+// builds; a violation is a compiler bug.
+std::vector<std::string> Verify(const Kernel& kernel);
 
 }  // namespace weft::tile

@@ -1,0 +1,19 @@
+// Lowering a checked kernel (a core::Def with `kernel` set) to the tile IR (tile/ir.h). See
+// docs/tile-ir.md for what is lowered to what and what is refused.
+#pragma once
+
+#include <vector>
+
+#include "base/result.h"
+#include "core/ir.h"
+#include "diagnostics/diagnostic.h"
+#include "tile/ir.h"
+
+namespace weft::tile {
+
+// The kernel's tile IR, or the diagnostics (E0500-E0549) that say what in its body the kernel tier
+// does not take. @pre `kernel` checked (kernel.ok) and is a kernel (kernel.kernel is set).
+Result<Kernel, std::vector<Diagnostic>> Lower(const core::Module& module, const core::VarStore& vars,
+                                              const core::Def& kernel);
+
+}  // namespace weft::tile
