@@ -16,7 +16,8 @@ Result<TvLayout> MakeTvLayout(Layout layout, std::int64_t rows, std::int64_t col
     return MakeError("a thread-value layout has two modes (thread, value), got `" + ToString(layout) + "`");
   if (rows < 1 || cols < 1) return MakeError("a tile has at least one row and one column");
   TvLayout tv{std::move(layout), rows, cols};
-  for (std::int64_t i = 0; i < tv.layout.size(); ++i) {
+  const std::int64_t size = tv.layout.size();  // Product walks the shape: once, not per element
+  for (std::int64_t i = 0; i < size; ++i) {
     std::int64_t idx = tv.layout(i);
     if (idx < 0 || idx >= rows * cols)
       return MakeError("thread-value layout `" + ToString(tv.layout) + "` reaches element " + std::to_string(idx) +

@@ -142,6 +142,11 @@ void Machine::PoisonShared(std::uint8_t byte) {
   std::fill(shared_.begin(), shared_.end(), byte);
 }
 
+void Machine::ResetBlock(std::uint32_t reg_poison, std::uint8_t shared_poison) {
+  for (auto& r : regs_) std::fill(r.begin(), r.end(), reg_poison);
+  PoisonShared(shared_poison);
+}
+
 std::uint8_t* Machine::SharedAt(std::uint32_t address, int bytes, const char* what) {
   if (address % static_cast<std::uint32_t>(bytes) != 0)
     throw Fault(std::string(what) + ": shared address " + Hex(address) + " is not aligned to " + std::to_string(bytes) +

@@ -104,6 +104,8 @@ class Machine {
   // Fills shared memory with a pattern (the GPU does not zero it): reading what was never written
   // gives garbage, not zeros that could hide a bug.
   void PoisonShared(std::uint8_t byte);
+  // A fresh block: every register holds `reg_poison`, every shared byte `shared_poison`.
+  void ResetBlock(std::uint32_t reg_poison, std::uint8_t shared_poison);
 
   // --- per-thread instructions ---------------------------------------------------------------
   // ld/st.{shared,global}.{b8,b16,b32,v2.b32,v4.b32}: `bytes` in {1, 2, 4, 8, 16}, the address

@@ -270,7 +270,7 @@ std::vector<float> WgmmaProduct(int n, SwizzleMode mode, layout::Major b_major, 
 TEST_CASE("wgmma from canonical swizzled tiles through descriptors is a matmul", "[sim]") {
   for (SwizzleMode mode : {SwizzleMode::k128B, SwizzleMode::k64B, SwizzleMode::k32B, SwizzleMode::kNone}) {
     for (layout::Major major : {layout::Major::kK, layout::Major::kMN}) {
-      for (int n : {64, 128}) {
+      for (int n : mode == SwizzleMode::k128B ? std::vector<int>{64, 128} : std::vector<int>{64}) {
         INFO(layout::ToString(mode) << (major == layout::Major::kK ? " K-major" : " MN-major") << " n " << n);
         CHECK(AllPairsEqual(WgmmaProduct(n, mode, major, mode, false)));
       }
