@@ -474,6 +474,12 @@ void Executor::Exec(OpId id) {
           CopyRegs(result(), node.src, "`expand`");
         } else if constexpr (std::is_same_v<T, tile::op::Cast>) {
           ValueId r = result();
+          if (Val(node.src).space == tile::Space::Scalar) {  // `cast f32 kk`
+            auto c = interp::Cast(node.dtype, Scalar(node.src));
+            if (!c) throw Fault(c.error().message);
+            slots_[r.index].scalar = *c;
+            return;
+          }
           const TvLayout& tv = Tv(r);
           RowCol ext = Extent(r);
           for (int t = 0; t < Flat(tv).threads; ++t) {
