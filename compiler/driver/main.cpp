@@ -21,6 +21,7 @@
 #include "lsp/server.h"
 #include "syntax/parser.h"
 #include "syntax/printer.h"
+#include "tile/lower.h"
 
 namespace weft {
 namespace {
@@ -72,13 +73,27 @@ ExitCode RunCheck(const Options& options) {
       std::cout << syntax::Dump(ast);
       break;
     case Emit::Types:
-    case Emit::Core: {
+    case Emit::Core:
+    case Emit::Tile: {
       // One line per definition that checked, in source order; errors on stderr. A file that
       // does not parse is not checked: its broken declarations would only cause more errors.
       if (diagnostics.has_errors()) break;
       check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
       if (options.emit == Emit::Core) {
         std::cout << core::Print(result.module, result.vars);
+        break;
+      }
+      if (options.emit == Emit::Tile) {
+        // Each kernel of FILE that checked, lowered to the tile IR; what the tier refuses is an error.
+        for (const core::Def& def : result.module.defs()) {
+          if (!tile::IsKernel(def) || !def.ok || def.span.file != *file) continue;
+          auto kernel = tile::Lower(result.module, result.vars, def);
+          if (!kernel) {
+            for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
+            continue;
+          }
+          std::cout << tile::Print(*kernel);
+        }
         break;
       }
       for (const check::CheckedDef& def : result.defs) {

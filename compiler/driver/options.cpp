@@ -14,11 +14,12 @@ struct CommandInfo {
 
 constexpr CommandInfo kCommands[] = {
     {"check", Command::Check, "check FILE's types and shapes, print each definition's type",
-     "usage: weft check FILE [--emit=types|core|ast|ast-sexp] [--color=auto|always|never]\n"
+     "usage: weft check FILE [--emit=types|core|tile|ast|ast-sexp] [--color=auto|always|never]\n"
      "\n"
      "Checks FILE (- for standard input) and reports every error in it.\n"
      "  --emit=types      print `name : type` for each definition that checked (the default)\n"
      "  --emit=core       print the typed core IR: every binding with its type, run-time checks\n"
+     "  --emit=tile       print each kernel's tile IR: its ops with the space and shape of each value\n"
      "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
      "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
@@ -157,12 +158,14 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
         options.emit = Emit::Types;
       } else if (value == "core") {
         options.emit = Emit::Core;
+      } else if (value == "tile") {
+        options.emit = Emit::Tile;
       } else if (value == "ast") {
         options.emit = Emit::Ast;
       } else if (value == "ast-sexp") {
         options.emit = Emit::AstSexp;
       } else {
-        error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `ast` or `ast-sexp`";
+        error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
         return std::nullopt;
       }
     } else if (TakeValue(args, i, "color", value)) {

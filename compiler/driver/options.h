@@ -12,7 +12,7 @@ namespace weft::driver {
 
 enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp };
 
-enum class Emit { Types, Core, Ast, AstSexp };
+enum class Emit { Types, Core, Tile, Ast, AstSexp };
 
 struct Options {
   Command command = Command::None;

@@ -829,6 +829,10 @@ Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
 
 }  // namespace
 
+bool IsKernel(const core::Def& def) {
+  return FieldsOf(def).present;
+}
+
 Result<Kernel, std::vector<Diagnostic>> Lower(const core::Module& module, const core::VarStore& vars,
                                               const core::Def& kernel) {
   return Lowering(module, vars, kernel).Run();

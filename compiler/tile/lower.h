@@ -11,6 +11,9 @@
 
 namespace weft::tile {
 
+// Whether the definition is a kernel (core::Def::kernel is set).
+bool IsKernel(const core::Def& def);
+
 // The kernel's tile IR, or the diagnostics (E0500-E0549) that say what in its body the kernel tier
 // does not take. @pre `kernel` checked (kernel.ok) and is a kernel (kernel.kernel is set).
 Result<Kernel, std::vector<Diagnostic>> Lower(const core::Module& module, const core::VarStore& vars,
