@@ -439,6 +439,21 @@ Lowered Lowering::Apply(ExprId id, const ce::Apply& apply) {
 
 Lowered Lowering::Builtin(ExprId id, const std::string& name, const std::vector<ExprId>& args, Span callee_span) {
   const core::Expr& e = module_.Get(id);
+  // A built-in applied to fewer arguments than it takes is a function: refused like `fn`.
+  static const std::map<std::string, std::size_t, std::less<>> arity = {
+      {"tile", 3},   {"shared", 1}, {"regs", 1},  {"convert", 1}, {"expand", 1}, {"sum", 1},  {"max", 1},
+      {"min", 1},    {"mma", 3},    {"store", 2}, {"zeros", 1},   {"ones", 1},   {"full", 2}, {"iota", 1},
+      {"select", 3}, {"exp", 1},    {"log", 1},   {"sqrt", 1},    {"rsqrt", 1},  {"tanh", 1}, {"sigmoid", 1},
+      {"sin", 1},    {"cos", 1},    {"abs", 1},   {"negate", 1}};
+  std::size_t wanted = 2;  // the binary operators and `maximum`, `minimum`
+  if (auto it = arity.find(name); it != arity.end()) wanted = it->second;
+  if ((ElementwiseBuiltins().count(name) || arity.count(name)) && args.size() < wanted) {
+    Error(DiagnosticKind::KernelUnsupported, e.span,
+          Quoted(name) + " applied to " + std::to_string(args.size()) + " of its " + std::to_string(wanted) +
+              " arguments",
+          "kernels take no functions; apply it to all of them");
+    Stop();
+  }
   if (ElementwiseBuiltins().count(name)) return Elementwise(id, name, args);
   if (name == "tile") return Tile(id, args);
   if (name == "shared" || name == "regs" || name == "convert" || name == "expand" || name == "sum" || name == "max" ||
