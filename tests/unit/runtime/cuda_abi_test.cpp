@@ -1,0 +1,83 @@
+// runtime/src/cuda_types.h declares the driver's types and constants itself, so that the runtime
+// builds without the CUDA toolkit. Where the toolkit is installed, this checks each against cuda.h.
+#include <catch2/catch.hpp>
+
+#include "cuda_types.h"
+#include "weft/runtime.h"
+
+#if WEFT_HAVE_CUDA_HEADERS
+#include <cuda.h>
+
+namespace w = weft::runtime::cuda;
+
+static_assert(sizeof(w::CUdeviceptr) == sizeof(::CUdeviceptr));
+static_assert(sizeof(w::CUdevice) == sizeof(::CUdevice));
+static_assert(sizeof(w::CUresult) == sizeof(::CUresult));
+static_assert(sizeof(int) == sizeof(::CUdevice_attribute) && sizeof(int) == sizeof(::CUjit_option));
+static_assert(sizeof(w::CUtensorMap) == sizeof(::CUtensorMap) && alignof(w::CUtensorMap) == alignof(::CUtensorMap));
+static_assert(sizeof(weft_tensor_map) == sizeof(::CUtensorMap) && alignof(weft_tensor_map) == alignof(::CUtensorMap));
+
+static_assert(w::CUDA_ERROR_INVALID_VALUE == ::CUDA_ERROR_INVALID_VALUE);
+static_assert(w::CUDA_ERROR_OUT_OF_MEMORY == ::CUDA_ERROR_OUT_OF_MEMORY);
+static_assert(w::CUDA_ERROR_NO_DEVICE == ::CUDA_ERROR_NO_DEVICE);
+static_assert(w::CUDA_ERROR_NOT_FOUND == ::CUDA_ERROR_NOT_FOUND);
+static_assert(w::CUDA_ERROR_ILLEGAL_ADDRESS == ::CUDA_ERROR_ILLEGAL_ADDRESS);
+static_assert(w::CUDA_ERROR_LAUNCH_FAILED == ::CUDA_ERROR_LAUNCH_FAILED);
+static_assert(w::IsKernelFault(::CUDA_ERROR_MISALIGNED_ADDRESS) && w::IsKernelFault(::CUDA_ERROR_ASSERT) &&
+              w::IsKernelFault(::CUDA_ERROR_ILLEGAL_INSTRUCTION) && w::IsKernelFault(::CUDA_ERROR_LAUNCH_TIMEOUT));
+static_assert(!w::IsKernelFault(::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) &&
+              !w::IsKernelFault(::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE));
+
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK == ::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X == ::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y == ::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z == ::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == ::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+static_assert(w::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(w::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+static_assert(w::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
+              ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+static_assert(w::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == ::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(w::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES == ::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+static_assert(w::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+static_assert(w::CU_JIT_INFO_LOG_BUFFER == ::CU_JIT_INFO_LOG_BUFFER);
+static_assert(w::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES);
+static_assert(w::CU_JIT_ERROR_LOG_BUFFER == ::CU_JIT_ERROR_LOG_BUFFER);
+static_assert(w::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+static_assert(w::CU_EVENT_DEFAULT == ::CU_EVENT_DEFAULT);
+
+// weft_tma_* are CUDA's values.
+#define WEFT_SAME(a, b) static_assert(static_cast<int>(a) == static_cast<int>(b), #a " is " #b)
+WEFT_SAME(WEFT_TMA_U8, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+WEFT_SAME(WEFT_TMA_U16, CU_TENSOR_MAP_DATA_TYPE_UINT16);
+WEFT_SAME(WEFT_TMA_U32, CU_TENSOR_MAP_DATA_TYPE_UINT32);
+WEFT_SAME(WEFT_TMA_I32, CU_TENSOR_MAP_DATA_TYPE_INT32);
+WEFT_SAME(WEFT_TMA_U64, CU_TENSOR_MAP_DATA_TYPE_UINT64);
+WEFT_SAME(WEFT_TMA_I64, CU_TENSOR_MAP_DATA_TYPE_INT64);
+WEFT_SAME(WEFT_TMA_F16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+WEFT_SAME(WEFT_TMA_F32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+WEFT_SAME(WEFT_TMA_F64, CU_TENSOR_MAP_DATA_TYPE_FLOAT64);
+WEFT_SAME(WEFT_TMA_BF16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+WEFT_SAME(WEFT_TMA_F32_FTZ, CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ);
+WEFT_SAME(WEFT_TMA_TF32, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32);
+WEFT_SAME(WEFT_TMA_TF32_FTZ, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ);
+WEFT_SAME(WEFT_TMA_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_16B);
+WEFT_SAME(WEFT_TMA_INTERLEAVE_32B, CU_TENSOR_MAP_INTERLEAVE_32B);
+WEFT_SAME(WEFT_TMA_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_32B);
+WEFT_SAME(WEFT_TMA_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_64B);
+WEFT_SAME(WEFT_TMA_SWIZZLE_128B, CU_TENSOR_MAP_SWIZZLE_128B);
+WEFT_SAME(WEFT_TMA_L2_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_64B);
+WEFT_SAME(WEFT_TMA_L2_256B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+WEFT_SAME(WEFT_TMA_OOB_NAN_REQUEST_ZERO_FMA, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);
+
+TEST_CASE("runtime: the driver ABI declared in cuda_types.h matches cuda.h") {
+  SUCCEED("checked at compile time");
+}
+#else
+TEST_CASE("runtime: the driver ABI declared in cuda_types.h matches cuda.h") {
+  WARN("no CUDA toolkit at configure time: the ABI is not checked against cuda.h");
+}
+#endif

@@ -1,0 +1,287 @@
+// A fake CUDA driver for the runtime's unit tests: a shared library exporting a subset of
+// libcuda's functions (the versioned symbols cuda_functions.def resolves), loaded through
+// WEFT_CUDA_LIBRARY. "Device memory" is host memory, kernels do nothing, and the environment
+// picks the failures to simulate:
+//
+//   WEFT_FAKE_CUDA_INIT     cuInit's result (e.g. 100, CUDA_ERROR_NO_DEVICE); default 0
+//   WEFT_FAKE_CUDA_DEVICES  how many GPUs; default 1
+//   WEFT_FAKE_CUDA_SM       compute capability as major*10+minor; default 80
+//   WEFT_FAKE_CUDA_FREE     free bytes; allocations above it are CUDA_ERROR_OUT_OF_MEMORY; default 8 GiB
+//
+// Modules: an image containing ".entry" loads; any other is CUDA_ERROR_INVALID_PTX with a ptxas-like
+// log. Kernels: `add` (1024 threads) and `fault`, whose launch makes the next synchronize fail with
+// CUDA_ERROR_ILLEGAL_ADDRESS. A launch whose dynamic shared memory exceeds the kernel's
+// MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using CUresult = int;
+
+struct FakeFunction {
+  std::string name;
+  int max_dynamic_shared = 48 * 1024;
+};
+
+FakeFunction add_kernel{"add"};
+FakeFunction fault_kernel{"fault"};
+bool faulted = false;
+char fake_context;
+char fake_module;
+int fake_event;
+
+unsigned long long EnvNumber(const char* name, unsigned long long fallback) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0' ? std::strtoull(text, nullptr, 10) : fallback;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuGetErrorName(CUresult error, const char** name) {
+  switch (error) {
+    case 1:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      return 0;
+    case 2:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      return 0;
+    case 100:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      return 0;
+    case 218:
+      *name = "CUDA_ERROR_INVALID_PTX";
+      return 0;
+    case 500:
+      *name = "CUDA_ERROR_NOT_FOUND";
+      return 0;
+    case 700:
+      *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+      return 0;
+    case 999:
+      *name = "CUDA_ERROR_UNKNOWN";
+      return 0;
+    default:
+      return 1;
+  }
+}
+
+CUresult cuGetErrorString(CUresult error, const char** text) {
+  switch (error) {
+    case 1:
+      *text = "invalid argument";
+      return 0;
+    case 2:
+      *text = "out of memory";
+      return 0;
+    case 100:
+      *text = "no CUDA-capable device is detected";
+      return 0;
+    case 218:
+      *text = "a PTX JIT compilation failed";
+      return 0;
+    case 500:
+      *text = "named symbol not found";
+      return 0;
+    case 700:
+      *text = "an illegal memory access was encountered";
+      return 0;
+    case 999:
+      *text = "unknown error";
+      return 0;
+    default:
+      return 1;
+  }
+}
+
+CUresult cuInit(unsigned) {
+  faulted = false;
+  add_kernel.max_dynamic_shared = fault_kernel.max_dynamic_shared = 48 * 1024;
+  return static_cast<CUresult>(EnvNumber("WEFT_FAKE_CUDA_INIT", 0));
+}
+CUresult cuDriverGetVersion(int* version) {
+  *version = 13000;
+  return 0;
+}
+CUresult cuDeviceGetCount(int* count) {
+  *count = static_cast<int>(EnvNumber("WEFT_FAKE_CUDA_DEVICES", 1));
+  return 0;
+}
+CUresult cuDeviceGet(int* device, int ordinal) {
+  *device = ordinal;
+  return 0;
+}
+CUresult cuDeviceGetName(char* name, int length, int device) {
+  std::snprintf(name, static_cast<std::size_t>(length), "Fake GPU %d", device);
+  return 0;
+}
+CUresult cuDeviceGetAttribute(int* value, int attribute, int) {
+  const int sm = static_cast<int>(EnvNumber("WEFT_FAKE_CUDA_SM", 80));
+  switch (attribute) {
+    case 1:
+      *value = 1024;
+      break;  // max threads per block
+    case 2:
+    case 3:
+      *value = 1024;
+      break;  // max block x, y
+    case 4:
+      *value = 64;
+      break;  // max block z
+    case 5:
+      *value = 2147483647;
+      break;  // max grid x
+    case 6:
+    case 7:
+      *value = 65535;
+      break;  // max grid y, z
+    case 16:
+      *value = 4;
+      break;  // multiprocessors
+    case 75:
+      *value = sm / 10;
+      break;
+    case 76:
+      *value = sm % 10;
+      break;
+    case 97:
+      *value = 227 * 1024;
+      break;  // opt-in shared memory per block
+    default:
+      return 1;
+  }
+  return 0;
+}
+CUresult cuDeviceTotalMem_v2(std::size_t* bytes, int) {
+  *bytes = std::size_t{16} << 30;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void** context, int) {
+  *context = &fake_context;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int) {
+  return 0;
+}
+CUresult cuCtxSetCurrent(void*) {
+  return 0;
+}
+CUresult cuCtxSynchronize() {
+  if (faulted) return 700;
+  return 0;
+}
+CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  *free = static_cast<std::size_t>(EnvNumber("WEFT_FAKE_CUDA_FREE", std::uint64_t{8} << 30));
+  *total = std::size_t{16} << 30;
+  return 0;
+}
+CUresult cuMemAlloc_v2(unsigned long long* ptr, std::size_t bytes) {
+  if (bytes == 0) return 1;
+  if (bytes > EnvNumber("WEFT_FAKE_CUDA_FREE", std::uint64_t{8} << 30)) return 2;
+  void* p = std::malloc(bytes);
+  if (p == nullptr) return 2;
+  *ptr = reinterpret_cast<std::uintptr_t>(p);
+  return 0;
+}
+CUresult cuMemFree_v2(unsigned long long ptr) {
+  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)));
+  return 0;
+}
+CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void* src, std::size_t bytes) {
+  if (faulted) return 700;
+  std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, bytes);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void* dst, unsigned long long src, std::size_t bytes) {
+  if (faulted) return 700;
+  std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes);
+  return 0;
+}
+CUresult cuMemsetD8_v2(unsigned long long dst, unsigned char value, std::size_t count) {
+  std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), value, count);
+  return 0;
+}
+CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned count, int* options, void** values) {
+  if (std::strstr(static_cast<const char*>(image), ".entry") != nullptr) {
+    *module = &fake_module;
+    return 0;
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    if (options[i] == 5) {  // CU_JIT_ERROR_LOG_BUFFER
+      std::strcpy(static_cast<char*>(values[i]),
+                  "ptxas application ptx input, line 1; fatal   : Parsing error near 'garbage': syntax error\n");
+    }
+  }
+  return 218;
+}
+CUresult cuModuleUnload(void*) {
+  return 0;
+}
+CUresult cuModuleGetFunction(void** function, void*, const char* name) {
+  if (std::strcmp(name, "add") == 0) {
+    *function = &add_kernel;
+  } else if (std::strcmp(name, "fault") == 0) {
+    *function = &fault_kernel;
+  } else {
+    return 500;
+  }
+  return 0;
+}
+CUresult cuFuncGetAttribute(int* value, int attribute, void* function) {
+  const FakeFunction* f = static_cast<const FakeFunction*>(function);
+  switch (attribute) {
+    case 0:
+      *value = 1024;
+      return 0;  // max threads per block
+    case 1:
+      *value = 0;
+      return 0;  // static shared bytes
+    case 8:
+      *value = f->max_dynamic_shared;
+      return 0;
+    default:
+      return 1;
+  }
+}
+CUresult cuFuncSetAttribute(void* function, int attribute, int value) {
+  if (attribute != 8) return 1;
+  static_cast<FakeFunction*>(function)->max_dynamic_shared = value;
+  return 0;
+}
+CUresult cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        unsigned shared_bytes, void*, void**, void**) {
+  FakeFunction* f = static_cast<FakeFunction*>(function);
+  if (faulted) return 700;
+  if (shared_bytes > static_cast<unsigned>(f->max_dynamic_shared)) return 1;
+  if (f == &fault_kernel) faulted = true;
+  return 0;
+}
+CUresult cuEventCreate(void** event, unsigned) {
+  *event = &fake_event;
+  return 0;
+}
+CUresult cuEventDestroy_v2(void*) {
+  return 0;
+}
+CUresult cuEventRecord(void*, void*) {
+  return 0;
+}
+CUresult cuEventSynchronize(void*) {
+  return faulted ? 700 : 0;
+}
+CUresult cuEventElapsedTime(float* ms, void*, void*) {
+  *ms = 1.5f;
+  return 0;
+}
+CUresult cuTensorMapEncodeTiled(void* map, int, unsigned, void*, const std::uint64_t*, const std::uint64_t*,
+                                const unsigned*, const unsigned*, int, int, int, int) {
+  std::memset(map, 0xAB, 128);
+  return 0;
+}
+
+}  // extern "C"
