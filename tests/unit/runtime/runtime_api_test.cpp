@@ -73,9 +73,15 @@ std::pair<int, std::string> RunChild(F body) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
 }
 
+extern "C" long long weft_c_header_test(void);  // c_header_test.c
+
 const char* kPtx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry add() { ret; }\n";
 
 }  // namespace
+
+TEST_CASE("runtime: the header compiles as C11 and works from C") {
+  CHECK(weft_c_header_test() == 6);
+}
 
 TEST_CASE("runtime: without weft_init, device calls say to call it") {
   weft_shutdown();
