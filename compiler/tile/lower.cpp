@@ -31,11 +31,13 @@ using core::ExprId;
 using core::PatternId;
 namespace ce = core::expr;
 
-// The checker's kernel-tier fields (core::Def::kernel, Expr::placement, Loop::pipelined), read
-// through templates so that this file builds before and after they exist.
+// The checker's kernel-tier fields (core::Def::kernel, Expr::placement, Loop::pipelined) are read
+// through these templates so that this file builds both before and after the checker's change that
+// adds them lands. TODO(tile): read the fields directly once it has.
 struct KernelFields {
   bool present = false;
   std::vector<bool> out;
+  std::vector<std::optional<std::pair<std::string, Span>>> param_layouts;
   std::vector<ExprId> grid;
   ExprId threads;
 };
@@ -43,7 +45,19 @@ template <typename D>
 KernelFields FieldsOf(const D& def) {
   KernelFields fields;
   if constexpr (requires { def.kernel; }) {
-    if (def.kernel) fields = {true, def.kernel->out, def.kernel->grid, def.kernel->threads};
+    if (def.kernel) {
+      fields.present = true;
+      fields.out = def.kernel->out;
+      fields.grid = def.kernel->grid;
+      fields.threads = def.kernel->threads;
+      for (const auto& space : def.kernel->param_spaces) {
+        if (space && !space->layout.empty()) {
+          fields.param_layouts.emplace_back(std::make_pair(space->layout, space->span));
+        } else {
+          fields.param_layouts.emplace_back();
+        }
+      }
+    }
   }
   return fields;
 }
@@ -182,6 +196,7 @@ class Lowering {
   Lowered BlockIdx(ExprId id);
   Lowered Tile(ExprId id, const std::vector<ExprId>& args);
   Lowered Elementwise(ExprId id, const std::string& name, const std::vector<ExprId>& args);
+  std::optional<Dim> SizeDim(ExprId x) const;
   Lowered If(ExprId id, const ce::If& branch);
   Lowered Loop(ExprId id, const ce::Loop& loop);
   void Bind(PatternId id, const Lowered& value);
@@ -264,7 +279,7 @@ void Lowering::NoteOrigin(Diagnostic& d, ValueId v, Span use) const {
     if (!value.name.empty()) d.notes.push_back(MakeNote(DiagnosticKind::NoteBoundHere, value.span, value.name));
     return;
   }
-  d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, value.span, Describe(v, "it")));
+  d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, value.span, Describe(v, "the value")));
 }
 
 void Lowering::RequireSpace(ValueId v, ExprId operand, std::string_view builtin, std::initializer_list<Space> spaces,
@@ -316,7 +331,7 @@ void Lowering::Place(const core::Expr& e, const Lowered& lowered) {
   if (!space.empty() && want != kernel_.Get(v).space) {
     Diagnostic& d = Error(DiagnosticKind::PlacementSpace, placement->span, "@" + space,
                           Describe(v, "the value") + " is " + Where(v));
-    d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, e.span, Describe(v, "it")));
+    d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, e.span, Describe(v, "the value")));
     Stop();
   }
   if (!placement->layout.empty()) kernel_.Get(v).pin = Pin{placement->layout, placement->span};
@@ -594,6 +609,12 @@ Lowered Lowering::Tile(ExprId id, const std::vector<ExprId>& args) {
 
 Lowered Lowering::Elementwise(ExprId id, const std::string& name, const std::vector<ExprId>& args) {
   const core::Expr& e = module_.Get(id);
+  // Arithmetic on sizes (`k / 64`) is one Size op: synthesis and code generation read the dim.
+  if (std::optional<Dim> dim = SizeDim(id)) {
+    RecordNames(*dim);
+    if (std::optional<std::int64_t> c = dim->AsConstant()) return Lowered::Of(ScalarConstant(e.span, Dtype::I64, *c));
+    return Lowered::Of(Emit(e.span, op::Size{*dim}, Dtype::I64, Space::Scalar));
+  }
   std::vector<ValueId> values;
   bool all_scalar = true;
   for (ExprId a : args) {
@@ -674,8 +695,9 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
         NoteOrigin(d, *from.value, span);
         Stop();
       }
-      ValueId c = NewValue(v.span, v.dtype, v.space, v.shape);
-      kernel_.Get(c).pin = v.pin;
+      Value copy = v;  // NewValue may move the values
+      ValueId c = NewValue(copy.span, copy.dtype, copy.space, copy.shape);
+      kernel_.Get(c).pin = copy.pin;
       node.carried.push_back(c);
       return Lowered::Of(c);
     }
@@ -705,7 +727,9 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
       Span span = module_.Get(loop.body).span;
       Diagnostic& d = Error(DiagnosticKind::LoopYieldSpace, span, Describe(node.carried[i], "its state"),
                             c.space == Space::Scalar ? "a scalar" : "in registers", Where(node.yields[i]));
-      d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, kernel_.Get(node.yields[i]).span, "the new value"));
+      Span made = kernel_.Get(node.yields[i]).span;
+      if (made.begin != span.begin || made.end != span.end)
+        d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, made, "the new value"));
       d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, module_.Get(loop.init).span, "the initial value"));
       Stop();
     }
@@ -715,8 +739,9 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
   std::function<Lowered(const Lowered&)> result_of = [&](const Lowered& from) {
     if (from.value) {
       const Value& v = kernel_.Get(*from.value);
-      ValueId r = NewValue(e.span, v.dtype, v.space, v.shape);
-      kernel_.Get(r).pin = v.pin;
+      Value copy = v;  // NewValue may move the values
+      ValueId r = NewValue(e.span, copy.dtype, copy.space, copy.shape);
+      kernel_.Get(r).pin = copy.pin;
       kernel_.Get(r).def = op;
       results.push_back(r);
       return Lowered::Of(r);
@@ -745,6 +770,40 @@ void Lowering::CheckUses() {
           value.name.empty() ? std::string("this tile") : "the tile " + Quoted(value.name));
     Stop();
   }
+}
+
+// The dim an i64 expression over sizes and integer literals computes (`k / 64`, `2 * n + 1`), or
+// nullopt when it reads anything else.
+std::optional<Dim> Lowering::SizeDim(ExprId x) const {
+  const core::Expr& xe = module_.Get(x);
+  if (const auto* s = std::get_if<ce::SizeValue>(&xe.node)) return vars_.Resolve(s->dim);
+  if (const auto* lit = std::get_if<ce::IntLit>(&xe.node)) {
+    if (DtypeOf(TensorOf(xe.type, xe.span)) != Dtype::I64) return std::nullopt;
+    return Dim::Constant(static_cast<std::int64_t>(lit->value));
+  }
+  const auto* apply = std::get_if<ce::Apply>(&xe.node);
+  if (!apply || apply->args.size() != 2) return std::nullopt;
+  const auto* op = std::get_if<ce::Builtin>(&module_.Get(apply->callee).node);
+  if (!op) return std::nullopt;
+  std::optional<Dim> a = SizeDim(apply->args[0]), b = SizeDim(apply->args[1]);
+  if (!a || !b) return std::nullopt;
+  core::Result<Dim> r = Dim();
+  std::optional<std::int64_t> divisor = b->AsConstant();
+  if (op->name == "+") {
+    r = core::Add(*a, *b);
+  } else if (op->name == "-") {
+    r = core::Sub(*a, *b);
+  } else if (op->name == "*") {
+    r = core::Mul(*a, *b);
+  } else if (op->name == "/" && divisor && *divisor > 0) {
+    r = core::Div(*a, *divisor);
+  } else if (op->name == "%" && divisor && *divisor > 0) {
+    r = core::Mod(*a, *divisor);
+  } else {
+    return std::nullopt;
+  }
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
@@ -777,6 +836,8 @@ Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
       Param param;
       param.value = v;
       param.out = i < fields_.out.size() && fields_.out[i];
+      if (i < fields_.param_layouts.size() && fields_.param_layouts[i])
+        kernel_.Get(v).pin = Pin{fields_.param_layouts[i]->first, fields_.param_layouts[i]->second};
       if (const auto* name = std::get_if<core::pattern::Name>(&p.node)) {
         param.name = name->name;
         kernel_.Get(v).name = name->name;
@@ -786,33 +847,7 @@ Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
     }
     for (ExprId g : fields_.grid) {
       const core::Expr& ge = module_.Get(g);
-      std::optional<Dim> dim;
-      // A grid extent is a size expression: a size, a literal, or arithmetic on them.
-      std::function<std::optional<Dim>(ExprId)> as_dim = [&](ExprId x) -> std::optional<Dim> {
-        const core::Expr& xe = module_.Get(x);
-        if (const auto* s = std::get_if<ce::SizeValue>(&xe.node)) return vars_.Resolve(s->dim);
-        if (const auto* lit = std::get_if<ce::IntLit>(&xe.node))
-          return Dim::Constant(static_cast<std::int64_t>(lit->value));
-        const auto* apply = std::get_if<ce::Apply>(&xe.node);
-        if (!apply || apply->args.size() != 2) return std::nullopt;
-        const auto* op = std::get_if<ce::Builtin>(&module_.Get(apply->callee).node);
-        std::optional<Dim> a = as_dim(apply->args[0]), b = as_dim(apply->args[1]);
-        if (!op || !a || !b) return std::nullopt;
-        core::Result<Dim> r = core::Dim();
-        if (op->name == "+")
-          r = core::Add(*a, *b);
-        else if (op->name == "-")
-          r = core::Sub(*a, *b);
-        else if (op->name == "*")
-          r = core::Mul(*a, *b);
-        else if ((op->name == "/" || op->name == "%") && b->AsConstant())
-          r = op->name == "/" ? core::Div(*a, b->AsConstant().value()) : core::Mod(*a, b->AsConstant().value());
-        else
-          return std::nullopt;
-        if (!r) return std::nullopt;
-        return *r;
-      };
-      dim = as_dim(g);
+      std::optional<Dim> dim = SizeDim(g);
       if (!dim) {
         Error(DiagnosticKind::KernelUnsupported, ge.span, "this grid extent",
               "a grid extent is arithmetic on the parameters' sizes and constants");
