@@ -62,6 +62,9 @@ TypeRef Checker::FromAnnotation(syntax::TypeId id, AnnotationScope& scope) {
   if (const auto* tensor = std::get_if<Tensor>(&t.node)) {
     if (tensor->space && !in_kernel_) {
       diagnostics_.Emit(DiagnosticKind::KernelTierType, t.span, sources_.Text(t.span));
+    } else if (tensor->space && tensor->space->text != "global" && tensor->space->text != "shared" &&
+               tensor->space->text != "reg") {
+      diagnostics_.Emit(DiagnosticKind::UnknownSpace, tensor->space->span, tensor->space->text);
     }
     Elem elem{Dtype::F32};
     if (tensor->elem.dtype) {

@@ -1,4 +1,4 @@
-// Definitions, kernels' signatures, imports, instantiation and generalization: the outer loop of
+// Definitions, imports, instantiation and generalization: the outer loop of
 // the checker (check.h has the algorithm).
 #include <algorithm>
 #include <cctype>
@@ -223,7 +223,8 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   elaboration_.Clear();
   int errors_before = diagnostics_.error_count();
   errors_at_start_ = errors_before;
-  if (IsBuiltin(def.name.text)) diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
+  if (IsBuiltin(def.name.text) || IsKernelOp(def.name.text))
+    diagnostics_.Emit(DiagnosticKind::ShadowsBuiltin, def.name.span, def.name.text);
 
   AnnotationScope scope;
   scope.new_sizes = VarKind::Rigid;
@@ -284,52 +285,6 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   Binding binding;
   binding.scheme = checked.scheme;
   Define(def.name.text, def.name.span, std::move(binding));
-  if (own) own->push_back(std::move(checked));
-}
-
-void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own) {
-  // A kernel's type comes from its signature: its inputs to its `out` parameters (a tuple if
-  // several). Its body, the kernel tier, is checked by the tile phase.
-  current_ = kernel.name.text;
-  in_main_ = false;
-  facts_.clear();
-  obligations_.clear();
-  int errors_before = diagnostics_.error_count();
-  AnnotationScope scope;
-  scope.new_sizes = VarKind::Rigid;
-  scope_ = &scope;
-  vars_.Enter();
-  std::size_t mark = env_.Mark();
-  std::vector<TypeRef> inputs, outputs;
-  for (const syntax::Param& param : kernel.params) {
-    const syntax::Pattern& p = ast_->Get(param.pattern);
-    const auto* typed = std::get_if<syntax::pattern::Typed>(&p.node);
-    TypeRef type = typed ? FromAnnotationInKernel(typed->type, scope) : MakeVar(vars_.NewTypeVar());
-    (param.out ? outputs : inputs).push_back(type);
-    if (typed) BindPattern(typed->pattern, type, env_, false);
-  }
-  for (const syntax::WhereItem& item : kernel.where) {
-    if (item.class_var.empty()) {
-      if (std::optional<DimFact> fact = WhereFact(item.condition)) facts_.push_back(*fact);
-    }
-  }
-  TypeRef result = outputs.size() == 1 ? outputs.front() : MakeTuple(outputs);
-  TypeRef type = MakeFunction(inputs, result);
-  CheckedDef checked;
-  checked.name = kernel.name.text;
-  checked.span = decl.span;
-  Discharge(checked, true);
-  vars_.Leave();
-  env_.Reset(mark);
-  scope_ = nullptr;
-  checked.scheme = Generalize(type);
-  checked.scheme.where = facts_;
-  if (!kernel.where.empty()) checked.scheme.where_span = kernel.where.front().span.To(kernel.where.back().span);
-  checked.ok = diagnostics_.error_count() == errors_before;
-  Elaborate(nullptr, checked);
-  Binding binding;
-  binding.scheme = checked.scheme;
-  Define(kernel.name.text, kernel.name.span, std::move(binding));
   if (own) own->push_back(std::move(checked));
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -62,7 +63,25 @@ struct Elaboration {
   std::unordered_map<std::uint32_t, TypeRef> pattern_types;
   std::unordered_map<std::uint32_t, FreeVars> pattern_quantified;
   std::unordered_map<std::uint32_t, std::vector<RuntimeCheck>> checks;
+  std::unordered_map<std::uint32_t, Placement> placements;  // kernel-tier ascriptions, by `Ascribe`
   void Clear() { *this = Elaboration{}; }
+};
+
+// The kernel whose body is being checked (kernel.cpp): what its operations need to know.
+struct KernelContext {
+  struct Param {
+    Span span;  // of the name that binds it
+    bool out = false;
+    bool tensor = false;  // a tensor of rank >= 1 (not a scalar)
+  };
+  std::string name;
+  std::map<std::string, Param> params;
+  std::vector<Dim> grid;
+  std::vector<Span> grid_spans;
+  Span grid_span;   // the whole grid
+  Span where_span;  // the `where` clause, if any
+  std::optional<std::int64_t> threads;
+  std::vector<std::optional<Placement>> param_spaces;
 };
 
 // A broadcast whose alignment was ambiguous when first seen.
@@ -135,9 +154,28 @@ class Checker {
   // Notes for an error about two operands: where each operand that is a variable was bound.
   std::vector<Note> OperandNotes(syntax::ExprId lhs, syntax::ExprId rhs);
 
+  // ---- kernel.cpp ----
+  // The kernel-only operations (docs/kernels.md): `block_idx`, `tile`, `shared`, `regs`, `convert`,
+  // `mma`, `store`.
+  static bool IsKernelOp(std::string_view name);
+  // A kernel operation named alone (not applied): its type, or an error outside kernels.
+  TypeRef InferKernelOpValue(const std::string& name, const syntax::Expr& e);
+  // `tile`, `mma`, `store` applied; `block_idx`, `shared`, `regs`, `convert` applied go through
+  // InferKernelOpValue like any function.
+  TypeRef InferKernelOp(const std::string& name, const syntax::Expr& e, const syntax::expr::Apply& apply);
+  TypeRef InferTile(const syntax::Expr& e, const syntax::expr::Apply& apply);
+  TypeRef InferMma(const syntax::Expr& e, const syntax::expr::Apply& apply);
+  TypeRef InferStore(const syntax::Expr& e, const syntax::expr::Apply& apply);
+  // The kernel parameter `name` refers to here, if it does (not shadowed by a local).
+  const KernelContext::Param* KernelParamOf(const std::string& name) const;
+  // `let (i, j) = block_idx` with a pattern of the wrong arity: reports it; true if it did.
+  bool CheckBlockIdxPattern(syntax::PatternId pattern, syntax::ExprId value);
+  std::optional<Placement> PlacementOf(syntax::TypeId type);
+
   // ---- elaborate.cpp ----
-  // Appends the definition to module_; `def` is null for a kernel (no array-tier body).
+  // Appends the definition to module_.
   void Elaborate(const syntax::Def* def, const CheckedDef& checked);
+  void ElaborateKernel(const syntax::KernelDecl& kernel, const CheckedDef& checked, const KernelContext& context);
 
   // ---- annotations.cpp ----
   TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);
@@ -174,7 +212,9 @@ class Checker {
   AnnotationScope* scope_ = nullptr;  // the annotation scope of the current definition
   std::string current_;               // the definition being checked
   bool in_main_ = false;
-  bool in_kernel_ = false;
+  bool in_kernel_ = false;           // kernel-tier types (spaces, layouts) are allowed
+  KernelContext* kernel_ = nullptr;  // the kernel whose body is being checked
+  bool store_destination_ = false;   // inferring `store`'s destination: `out` parameters may appear
   int errors_at_start_ = 0;
   std::vector<DimFact> facts_;  // `where` facts of the current definition
   std::vector<Obligation> obligations_;

@@ -35,7 +35,7 @@ class Elaborator {
     return vars_.Resolve(it->second);
   }
   core::ExprId Add(const syntax::Expr& e, TypeRef type, core::ExprNode node, syntax::ExprId from = {}) {
-    core::Expr out{e.span, std::move(type), std::move(node), {}};
+    core::Expr out{e.span, std::move(type), std::move(node), {}, {}};
     if (from) {
       if (auto it = info_.checks.find(from.index); it != info_.checks.end()) {
         for (const RuntimeCheck& c : it->second) {
@@ -52,19 +52,19 @@ class Elaborator {
     std::vector<TypeRef> params;
     for (core::ExprId a : args) params.push_back(module_.Get(a).type);
     TypeRef result = TypeOf(id);
-    core::ExprId callee =
-        module_.Add(core::Expr{callee_span, MakeFunction(params, result), core::expr::Builtin{std::move(name)}, {}});
+    core::ExprId callee = module_.Add(
+        core::Expr{callee_span, MakeFunction(params, result), core::expr::Builtin{std::move(name)}, {}, {}});
     return Add(e, result, core::expr::Apply{callee, std::move(args)}, id);
   }
 
   // `loop p = init for i < bound do body` (or `pipeline`, the same fields) as a core loop.
   template <typename LoopNode>
-  core::ExprId LoopOf(const syntax::Expr& e, syntax::ExprId id, const LoopNode& loop) {
+  core::ExprId LoopOf(const syntax::Expr& e, syntax::ExprId id, const LoopNode& loop, bool pipelined) {
     core::ExprId init = Expr(loop.init);
     core::ExprId bound = Expr(loop.bound);
     core::PatternId state = Pattern(loop.state);
     core::ExprId body = Expr(loop.body);
-    return Add(e, TypeOf(id), core::expr::Loop{state, init, loop.counter.text, bound, body}, id);
+    return Add(e, TypeOf(id), core::expr::Loop{state, init, loop.counter.text, bound, body, pipelined}, id);
   }
 
   const syntax::Ast& ast_;
@@ -140,7 +140,18 @@ core::ExprId Elaborator::Expr(syntax::ExprId id) {
               for (std::size_t i = 1; i < apply.args.size(); ++i) args.push_back(Expr(apply.args[i]));
               return ApplyBuiltin(e, id, callee.span, var->name, std::move(args));
             }
-            if (untyped_builtin) {  // maximum, minimum, select
+            if (untyped_builtin && var->name == "tile") {
+              // tile x [t..] (c..): the tensor, the extents as a shape argument, the coordinates.
+              const auto& list = std::get<List>(ast_.Get(apply.args[1]).node);
+              std::vector<Dim> dims;
+              for (syntax::ExprId d : list.elements) dims.push_back(DimOf(d));
+              TypeRef shape_type =
+                  MakeTensor(Elem{Dtype::I64}, Shape::Of({Dim::Constant(static_cast<std::int64_t>(dims.size()))}));
+              core::ExprId x = Expr(apply.args[0]);
+              core::ExprId shape = Add(ast_.Get(apply.args[1]), shape_type, ce::ShapeArg{std::move(dims)});
+              return ApplyBuiltin(e, id, callee.span, "tile", {x, shape, Expr(apply.args[2])});
+            }
+            if (untyped_builtin) {  // maximum, minimum, select, mma, store
               std::vector<core::ExprId> args;
               for (syntax::ExprId a : apply.args) args.push_back(Expr(a));
               return ApplyBuiltin(e, id, callee.span, var->name, std::move(args));
@@ -190,7 +201,13 @@ core::ExprId Elaborator::Expr(syntax::ExprId id) {
             for (syntax::ExprId x : list.elements) out.elements.push_back(Expr(x));
             return Add(e, TypeOf(id), std::move(out), id);
           },
-          [&](const Ascribe& ascribe) { return Expr(ascribe.expr); },
+          [&](const Ascribe& ascribe) {
+            core::ExprId inner = Expr(ascribe.expr);
+            // A kernel-tier ascription leaves its space and layout on the expression it ascribes.
+            if (auto it = info_.placements.find(id.index); it != info_.placements.end())
+              module_.Mutable(inner).placement = it->second;
+            return inner;
+          },
           [&](const Index& index) {
             ce::Index out;
             out.base = Expr(index.base);
@@ -215,14 +232,34 @@ core::ExprId Elaborator::Expr(syntax::ExprId id) {
             return Add(e, TypeOf(id), std::move(out), id);
           },
           // `loop`, and the kernel tier's software-pipelined `pipeline`, which means, sequentially, a loop.
-          [&](const Loop& loop) { return LoopOf(e, id, loop); },
-          [&](const Pipeline& pipeline) { return LoopOf(e, id, pipeline); },
+          [&](const Loop& loop) { return LoopOf(e, id, loop, false); },
+          [&](const Pipeline& pipeline) { return LoopOf(e, id, pipeline, true); },
           [&](const Cast& cast) {
             core::ExprId x = Expr(cast.operand);
             return Add(e, TypeOf(id), ce::Cast{cast.dtype, x}, id);
           },
       },
       e.node);
+}
+
+}  // namespace
+
+namespace {
+
+// Element types inside the body that neither the definition's type nor a `let` of a function
+// quantifies cannot be fixed by any caller: they default as a value's do (f32, or i32 for num).
+void DefaultBodyElems(VarStore& vars, const Elaboration& elaboration, const Scheme& scheme) {
+  std::set<ElemVarId> kept(scheme.quantified.elems.begin(), scheme.quantified.elems.end());
+  for (const auto& [pattern, quantified] : elaboration.pattern_quantified)
+    kept.insert(quantified.elems.begin(), quantified.elems.end());
+  for (const auto& [expr, type] : elaboration.expr_types) {
+    FreeVars free;
+    CollectFreeVars(vars, vars.Resolve(type), free);
+    for (ElemVarId v : free.elems) {
+      if (kept.count(v) || vars.info(v).level <= vars.level()) continue;
+      vars.info(v).binding = Elem{DefaultDtype(vars.info(v).cls)};
+    }
+  }
 }
 
 }  // namespace
@@ -235,23 +272,46 @@ void Checker::Elaborate(const syntax::Def* def, const CheckedDef& checked) {
   out.checks = checked.runtime_checks;
   out.ok = checked.ok;
   if (def && checked.ok) {
-    // Element types inside the body that neither the definition's type nor a `let` of a function
-    // quantifies cannot be fixed by any caller: they default as a value's do (f32, or i32 for num).
-    std::set<ElemVarId> kept(checked.scheme.quantified.elems.begin(), checked.scheme.quantified.elems.end());
-    for (const auto& [pattern, quantified] : elaboration_.pattern_quantified)
-      kept.insert(quantified.elems.begin(), quantified.elems.end());
-    for (const auto& [expr, type] : elaboration_.expr_types) {
-      FreeVars free;
-      CollectFreeVars(vars_, vars_.Resolve(type), free);
-      for (ElemVarId v : free.elems) {
-        if (kept.count(v) || vars_.info(v).level <= vars_.level()) continue;
-        vars_.info(v).binding = Elem{DefaultDtype(vars_.info(v).cls)};
-      }
-    }
+    DefaultBodyElems(vars_, elaboration_, checked.scheme);
     Elaborator elaborator(*ast_, vars_, elaboration_, module_);
     for (const syntax::Param& param : def->params) out.params.push_back(elaborator.Pattern(param.pattern));
     out.body = elaborator.Expr(def->body);
   }
+  module_.defs().push_back(std::move(out));
+}
+
+void Checker::ElaborateKernel(const syntax::KernelDecl& kernel, const CheckedDef& checked,
+                              const KernelContext& context) {
+  // docs/core-ir.md, Kernels: every parameter (`out` ones marked), the grid as sizes, the thread
+  // count as a literal, the body.
+  core::Def out;
+  out.name = checked.name;
+  out.span = checked.span;
+  out.scheme = checked.scheme;
+  out.checks = checked.runtime_checks;
+  out.ok = checked.ok;
+  core::KernelInfo info;
+  for (const syntax::Param& param : kernel.params) info.out.push_back(param.out);
+  info.param_spaces = context.param_spaces;
+  if (checked.ok) {
+    DefaultBodyElems(vars_, elaboration_, checked.scheme);
+    Elaborator elaborator(*ast_, vars_, elaboration_, module_);
+    for (const syntax::Param& param : kernel.params) out.params.push_back(elaborator.Pattern(param.pattern));
+    out.body = elaborator.Expr(kernel.body);
+    for (std::size_t i = 0; i < context.grid.size(); ++i) {
+      info.grid.push_back(module_.Add(core::Expr{context.grid_spans[i],
+                                                 MakeScalar(Dtype::I64),
+                                                 core::expr::SizeValue{vars_.Resolve(context.grid[i])},
+                                                 {},
+                                                 {}}));
+    }
+    info.threads = module_.Add(core::Expr{ast_->Get(kernel.threads).span,
+                                          MakeScalar(Dtype::I64),
+                                          core::expr::IntLit{static_cast<std::uint64_t>(context.threads.value_or(0))},
+                                          {},
+                                          {}});
+  }
+  out.kernel = std::move(info);
   module_.defs().push_back(std::move(out));
 }
 

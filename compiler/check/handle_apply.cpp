@@ -33,6 +33,10 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
     name = var->name;
     bool builtin = !env_.Find(var->name) && !globals_.count(var->name) && builtins_.count(var->name);
     if (builtin && IsShapeBuiltin(var->name)) return InferShapeBuiltin(var->name, e, apply);
+    bool kernel_op = !env_.Find(var->name) && !globals_.count(var->name) && IsKernelOp(var->name);
+    if (kernel_op && (var->name == "tile" || var->name == "mma" || var->name == "store")) {
+      return InferKernelOp(var->name, e, apply);
+    }
     if (builtin && (var->name == "maximum" || var->name == "minimum") && apply.args.size() == 2) {
       TypeRef lt = Infer(apply.args[0]), rt = Infer(apply.args[1]);
       return Elementwise("take the " + var->name + " of", BinaryTypes::Arithmetic, apply.args[0], lt, apply.args[1], rt,

@@ -493,6 +493,13 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
           [&](const BoolLit&) { return MakeScalar(Dtype::Bool); },
           [&](const Var& var) -> TypeRef {
             if (const Binding* local = env_.Find(var.name)) {
+              if (kernel_ && !store_destination_) {
+                const KernelContext::Param* param = KernelParamOf(var.name);
+                if (param && param->out) {
+                  Diagnostic& error = diagnostics_.Emit(DiagnosticKind::OutParamRead, e.span, var.name);
+                  error.notes.push_back(MakeNote(DiagnosticKind::NoteOutParam, param->span, var.name));
+                }
+              }
               if (local->kind == Binding::Kind::Size) {
                 elaboration_.refs[id.index] = RefKind::Size;
                 elaboration_.size_refs[id.index] = local->size;
@@ -519,6 +526,10 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
                 return MakeVar(vars_.NewTypeVar());
               }
               return Instantiate(builtin->second.scheme, e.span, var.name);
+            }
+            if (IsKernelOp(var.name)) {
+              elaboration_.refs[id.index] = RefKind::Builtin;
+              return InferKernelOpValue(var.name, e);
             }
             if (var.name != "_") UnknownName(var.name, e.span);
             return MakeVar(vars_.NewTypeVar());
@@ -576,6 +587,8 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             TypeRef value = Infer(let.value);
             vars_.Leave();
             std::size_t mark = env_.Mark();
+            // `let (i, j) = block_idx` of a grid of another rank: said once, in the grid's terms.
+            if (CheckBlockIdxPattern(let.pattern, let.value)) value = MakeVar(vars_.NewTypeVar());
             BindPattern(let.pattern, value, env_, is_function);
             TypeRef body = Infer(let.body);
             env_.Reset(mark);
@@ -620,6 +633,10 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             scope_->new_sizes = in_main_ ? VarKind::Runtime : VarKind::Flexible;
             TypeRef annotated = FromAnnotation(ascribe.type, *scope_);
             scope_->new_sizes = saved;
+            if (kernel_) {
+              if (std::optional<Placement> placement = PlacementOf(ascribe.type))
+                elaboration_.placements[id.index] = *placement;
+            }
             Expect(annotated, Infer(ascribe.expr), ast_->Get(ascribe.expr).span, "the annotation");
             return annotated;
           },

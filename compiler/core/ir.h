@@ -99,7 +99,8 @@ struct Loop {
   std::string counter;
   ExprId bound;
   ExprId body;
-};  // loop p = init for counter < bound do body
+  bool pipelined = false;  // the kernel tier's `pipeline`: iterations the compiler may overlap
+};                         // loop p = init for counter < bound do body
 struct Cast {
   Dtype dtype;
   ExprId operand;
@@ -110,11 +111,19 @@ using ExprNode = std::variant<expr::IntLit, expr::FloatLit, expr::BoolLit, expr:
                               expr::Builtin, expr::SizeValue, expr::ShapeArg, expr::Apply, expr::Lambda, expr::Let,
                               expr::If, expr::Tuple, expr::TensorLit, expr::Index, expr::Loop, expr::Cast>;
 
+// Where a kernel-tier ascription puts a value: `(e : f32[128, 128] @reg (128,128):(128,1))`.
+struct Placement {
+  std::string space;   // "@global", "@shared" or "@reg" (tile::Spelling's spelling)
+  std::string layout;  // the layout as written (`?L`, `(128,64):(64,1)`), empty when none is
+  Span span;           // the ascribed type
+};
+
 struct Expr {
   Span span;
   TypeRef type;
   ExprNode node;
-  std::vector<RuntimeCheck> checks;  // made once the node's operands are evaluated
+  std::vector<RuntimeCheck> checks;    // made once the node's operands are evaluated
+  std::optional<Placement> placement;  // kernel bodies only: a space (and layout) the program wrote
 };
 
 namespace pattern {
@@ -136,15 +145,29 @@ struct Pattern {
   FreeVars quantified;  // a generalized `let` of a function: the variables each use instantiates
 };
 
-// A top-level definition. A kernel has a type but no body here: its body is the tile tier's.
+// What a kernel has beyond a definition (docs/kernels.md, docs/core-ir.md). Its `params` are all
+// of its parameters in source order, `out` ones included; its type (scheme) takes only the others
+// and returns the `out` ones (a tuple if several, `()` if none). Its body has type `()`: its
+// effects are its `store`s. The kernel-only operations are built-ins: `block_idx`, `tile`,
+// `shared`, `regs`, `convert`, `mma`, `store` (`tile x [t..] (c..)` is Apply(tile, [x, ShapeArg,
+// coords]), coords a Tuple of i64 expressions or one i64 expression).
+struct KernelInfo {
+  std::vector<bool> out;                               // per parameter: an `out` parameter
+  std::vector<std::optional<Placement>> param_spaces;  // per parameter: `@global` and a layout, if written
+  std::vector<ExprId> grid;                            // 1 to 3 extents: SizeValue expressions (i64)
+  ExprId threads;                                      // an i64 IntLit, a positive multiple of 32
+};
+
+// A top-level definition (`def` or `kernel`).
 struct Def {
   std::string name;
   Span span;
   Scheme scheme;                     // type, quantified variables, `where` facts
   std::vector<PatternId> params;     // empty for a value
-  ExprId body;                       // invalid for a kernel, or when the definition had errors
+  ExprId body;                       // invalid when the definition had errors
   std::vector<RuntimeCheck> checks;  // every run-time check of the body (also on its expressions)
   bool ok = true;                    // false: it had errors; only its signature is known
+  std::optional<KernelInfo> kernel;  // set for a kernel (even one with errors)
 };
 
 // A program: the definitions of a file and of what it imports, in the order they were checked
@@ -161,6 +184,7 @@ class Module {
     return PatternId(static_cast<std::uint32_t>(patterns_.size() - 1));
   }
   const Expr& Get(ExprId id) const { return exprs_[id.index]; }
+  Expr& Mutable(ExprId id) { return exprs_[id.index]; }  // for elaboration to annotate a node it made
   const Pattern& Get(PatternId id) const { return patterns_[id.index]; }
   std::size_t expr_count() const { return exprs_.size(); }
   std::size_t pattern_count() const { return patterns_.size(); }

@@ -35,6 +35,7 @@ class IrPrinter {
 
   std::string PrintDef(const Def& def) {
     out_.str("");
+    if (def.kernel && def.body) return PrintKernel(def);
     out_ << (def.body ? "def " : "decl ") << def.name;
     for (PatternId p : def.params) out_ << " " << Binder(p);
     if (def.body) {
@@ -48,7 +49,7 @@ class IrPrinter {
       for (std::size_t i = 0; i < def.scheme.where.size(); ++i) out_ << (i ? ", " : "") << Fact(def.scheme.where[i]);
     }
     if (!def.body) {
-      out_ << (def.ok ? "  -- a kernel: its body is the tile tier's\n" : "  -- not elaborated: it has errors\n");
+      out_ << "  -- not elaborated: it has errors\n";
       return out_.str();
     }
     out_ << " =\n  ";
@@ -58,6 +59,43 @@ class IrPrinter {
   }
 
  private:
+  // `kernel name (a : T) (out c : U) : R where .. grid (..) threads N =` and the body.
+  std::string PrintKernel(const Def& def) {
+    const KernelInfo& kernel = *def.kernel;
+    out_ << "kernel " << def.name;
+    for (std::size_t i = 0; i < def.params.size(); ++i) {
+      std::string binder = Binder(def.params[i]);
+      if (i < kernel.out.size() && kernel.out[i]) binder = "(out " + binder.substr(1);
+      out_ << " " << binder;
+    }
+    TypeRef t = def.scheme.type;
+    for (std::size_t i = 0; i < def.params.size(); ++i) {
+      if (i < kernel.out.size() && kernel.out[i]) continue;
+      const auto* f = std::get_if<FunctionType>(&t->node);
+      if (!f) break;
+      t = f->result;
+    }
+    out_ << " : " << types_.Print(t);
+    if (!def.scheme.where.empty()) {
+      out_ << " where ";
+      for (std::size_t i = 0; i < def.scheme.where.size(); ++i) out_ << (i ? ", " : "") << Fact(def.scheme.where[i]);
+    }
+    out_ << " grid (";
+    for (std::size_t i = 0; i < kernel.grid.size(); ++i) {
+      if (i) out_ << ", ";
+      Print(kernel.grid[i], 0);
+    }
+    out_ << ") threads ";
+    if (kernel.threads) {
+      const auto* lit = std::get_if<expr::IntLit>(&module_.Get(kernel.threads).node);
+      if (lit) out_ << lit->value;
+    }
+    out_ << " =\n  ";
+    Print(def.body, 2);
+    out_ << "\n";
+    return out_.str();
+  }
+
   TypeRef ResultType(const Def& def) const {
     TypeRef t = def.scheme.type;
     for (std::size_t i = 0; i < def.params.size(); ++i) {
@@ -91,6 +129,7 @@ class IrPrinter {
 
   bool Atomic(ExprId id) const {
     const Expr& e = module_.Get(id);
+    if (e.placement) return true;  // printed in parentheses
     if (!e.checks.empty()) return false;
     return std::holds_alternative<expr::IntLit>(e.node) || std::holds_alternative<expr::FloatLit>(e.node) ||
            std::holds_alternative<expr::BoolLit>(e.node) || std::holds_alternative<expr::StringLit>(e.node) ||
@@ -108,6 +147,20 @@ class IrPrinter {
   }
 
   void Print(ExprId id, int indent) {
+    const Expr& e = module_.Get(id);
+    if (e.placement) {
+      // A kernel-tier ascription: `(e : f32[128, 128] @reg L)`.
+      out_ << "(";
+      PrintNode(id, indent + 1);
+      out_ << " : " << types_.Print(e.type) << " " << e.placement->space;
+      if (!e.placement->layout.empty()) out_ << " " << e.placement->layout;
+      out_ << ")";
+      return;
+    }
+    PrintNode(id, indent);
+  }
+
+  void PrintNode(ExprId id, int indent) {
     const Expr& e = module_.Get(id);
     for (const RuntimeCheck& c : e.checks) {
       out_ << "check " << Fact(c.fact) << " in  -- " << c.what;
@@ -216,10 +269,17 @@ class IrPrinter {
                      out_ << "]";
                    },
                    [&](const expr::Loop& loop) {
-                     out_ << "loop " << Binder(loop.state) << " = ";
-                     Print(loop.init, indent + 2);
-                     out_ << " for " << loop.counter << " < ";
-                     Print(loop.bound, indent + 2);
+                     if (loop.pipelined) {
+                       out_ << "pipeline " << loop.counter << " < ";
+                       Print(loop.bound, indent + 2);
+                       out_ << " with " << Binder(loop.state) << " = ";
+                       Print(loop.init, indent + 2);
+                     } else {
+                       out_ << "loop " << Binder(loop.state) << " = ";
+                       Print(loop.init, indent + 2);
+                       out_ << " for " << loop.counter << " < ";
+                       Print(loop.bound, indent + 2);
+                     }
                      out_ << " do";
                      Newline(indent + 2);
                      Print(loop.body, indent + 2);

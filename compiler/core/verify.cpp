@@ -73,6 +73,7 @@ class Verifier {
   void Body(const core::Def& def) {
     if (!def.body) return;
     if (!def.scheme.type) return Fail("has no type");
+    if (def.kernel) return Kernel(def);
     std::vector<std::string> scope;
     TypeRef t = def.scheme.type;
     for (PatternId p : def.params) {
@@ -84,6 +85,46 @@ class Verifier {
     }
     Expr(def.body, scope);
     if (!SameType(vars_, module_.Get(def.body).type, t)) Mismatch("its body", module_.Get(def.body).type, t);
+  }
+
+  // A kernel: its type takes the parameters that are not `out` and returns the `out` ones (a
+  // tuple unless there is one); its grid has 1 to 3 i64 sizes, its thread count is a positive
+  // multiple of 32, its body is `()`.
+  void Kernel(const core::Def& def) {
+    const KernelInfo& kernel = *def.kernel;
+    if (kernel.out.size() != def.params.size()) return Fail("has `out` flags for a different number of parameters");
+    std::vector<std::string> scope;
+    TypeRef t = def.scheme.type;
+    std::vector<TypeRef> outs;
+    for (std::size_t i = 0; i < def.params.size(); ++i) {
+      if (kernel.out[i]) {
+        Pattern(def.params[i], nullptr, scope);
+        outs.push_back(module_.Get(def.params[i]).type);
+        continue;
+      }
+      TypeRef f_type = vars_.Resolve(t);
+      const auto* f = std::get_if<FunctionType>(&f_type->node);
+      if (!f) return Fail("has more inputs than its type has arrows");
+      Pattern(def.params[i], f->param, scope);
+      t = f->result;
+    }
+    TypeRef result = outs.size() == 1 ? outs.front() : MakeTuple(outs);
+    if (!SameType(vars_, t, result)) Mismatch("its `out` parameters", result, t);
+    if (kernel.grid.empty() || kernel.grid.size() > 3)
+      Fail("has a grid of " + std::to_string(kernel.grid.size()) + " extents");
+    for (ExprId g : kernel.grid) {
+      if (g.index >= module_.expr_count()) return Fail("refers to a missing expression");
+      if (!std::holds_alternative<expr::SizeValue>(module_.Get(g).node) || !IsScalar(module_.Get(g).type, Dtype::I64))
+        Fail("has a grid extent that is not an i64 size");
+    }
+    if (!kernel.threads || kernel.threads.index >= module_.expr_count()) return Fail("has no thread count");
+    const auto* threads = std::get_if<expr::IntLit>(&module_.Get(kernel.threads).node);
+    if (!threads || threads->value == 0 || threads->value % 32 != 0 ||
+        !IsScalar(module_.Get(kernel.threads).type, Dtype::I64))
+      Fail("has a thread count that is not a positive multiple of 32");
+    Expr(def.body, scope);
+    if (!SameType(vars_, module_.Get(def.body).type, MakeTuple({})))
+      Mismatch("its body", module_.Get(def.body).type, MakeTuple({}));
   }
 
   void Fail(const std::string& what) { violations.push_back("`" + def_->name + "` " + what); }
