@@ -31,9 +31,7 @@ using core::ExprId;
 using core::PatternId;
 namespace ce = core::expr;
 
-// The checker's kernel-tier fields (core::Def::kernel, Expr::placement, Loop::pipelined) are read
-// through these templates so that this file builds both before and after the checker's change that
-// adds them lands. TODO(tile): read the fields directly once it has.
+// The checker's kernel-tier fields, gathered in one place.
 struct KernelFields {
   bool present = false;
   std::vector<bool> out;
@@ -41,45 +39,27 @@ struct KernelFields {
   std::vector<ExprId> grid;
   ExprId threads;
 };
-template <typename D>
-KernelFields FieldsOf(const D& def) {
+KernelFields FieldsOf(const core::Def& def) {
   KernelFields fields;
-  if constexpr (requires { def.kernel; }) {
-    if (def.kernel) {
-      fields.present = true;
-      fields.out = def.kernel->out;
-      fields.grid = def.kernel->grid;
-      fields.threads = def.kernel->threads;
-      for (const auto& space : def.kernel->param_spaces) {
-        if (space && !space->layout.empty()) {
-          fields.param_layouts.emplace_back(std::make_pair(space->layout, space->span));
-        } else {
-          fields.param_layouts.emplace_back();
-        }
-      }
+  if (!def.kernel) return fields;
+  fields.present = true;
+  fields.out = def.kernel->out;
+  fields.grid = def.kernel->grid;
+  fields.threads = def.kernel->threads;
+  for (const auto& space : def.kernel->param_spaces) {
+    if (space && !space->layout.empty()) {
+      fields.param_layouts.emplace_back(std::make_pair(space->layout, space->span));
+    } else {
+      fields.param_layouts.emplace_back();
     }
   }
   return fields;
 }
-template <typename L>
-bool PipelinedOf(const L& loop) {
-  if constexpr (requires { loop.pipelined; }) {
-    return loop.pipelined;
-  } else {
-    return true;
-  }
+bool PipelinedOf(const ce::Loop& loop) {
+  return loop.pipelined;
 }
-struct PlacementFields {
-  std::string space;
-  std::string layout;
-  Span span;
-};
-template <typename E>
-std::optional<PlacementFields> PlacementOf(const E& e) {
-  if constexpr (requires { e.placement; }) {
-    if (e.placement) return PlacementFields{e.placement->space, e.placement->layout, e.placement->span};
-  }
-  return std::nullopt;
+std::optional<core::Placement> PlacementOf(const core::Expr& e) {
+  return e.placement;
 }
 
 // What an expression lowers to: one value, a tuple of them (`block_idx`, a loop's tuple state), or
@@ -322,7 +302,7 @@ void Lowering::Bind(PatternId id, const Lowered& value) {
 // A kernel-tier ascription, `(x : f32[128, 128] @reg L)`: the space must be the one inferred; a
 // layout pins the value's.
 void Lowering::Place(const core::Expr& e, const Lowered& lowered) {
-  std::optional<PlacementFields> placement = PlacementOf(e);
+  std::optional<core::Placement> placement = PlacementOf(e);
   if (!placement || !lowered.value) return;
   ValueId v = *lowered.value;
   std::string space = placement->space;
