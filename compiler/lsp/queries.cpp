@@ -429,6 +429,172 @@ std::string TokenText(const Analysis& analysis, Span span) {
   return std::string(analysis.text().substr(span.begin, span.end - span.begin));
 }
 
+// ---- Size and shape names in a declaration's types ----
+
+// A size name (`n` in `(x: f32[n, 4])`) or shape name (`..s`) of a declaration: where the
+// declaration binds it, the other places that name it, and the `where` conditions on it.
+struct SizeName {
+  std::string name;
+  bool shape = false;
+  Span binder;                                     // the name where it is bound
+  std::string bound_by;                            // "the parameter `(x: f32[n, 4])`", ...
+  std::vector<std::pair<Span, std::string>> also;  // other parameters or the result type naming it
+  std::vector<Span> where;
+};
+
+class SizeNames {
+ public:
+  SizeNames(const Analysis& analysis, const syntax::Decl& decl) : analysis_(analysis), decl_(decl) {}
+
+  // The size or shape name the token is, in a type, a size binder or a `where` condition.
+  std::optional<SizeName> At(Span token) const {
+    std::string name = std::string(analysis_.text().substr(token.begin, token.end - token.begin));
+    bool mention = false, shape = false;
+    for (const Span& span : Mentions(name, false)) mention = mention || span.begin == token.begin;
+    for (const Span& span : Mentions(name, true)) shape = shape || Holds(span, token.begin, token.end);
+    for (const syntax::Name& binder : SizeBinders()) mention = mention || binder.span.begin == token.begin;
+    for (const syntax::WhereItem& item : Where()) {
+      if (!item.condition.valid()) continue;
+      std::vector<Span> vars;
+      VarsIn(item.condition, name, vars);
+      for (const Span& span : vars) mention = mention || span.begin == token.begin;
+    }
+    if (!mention && !shape) return std::nullopt;
+    return Describe(name, shape);
+  }
+
+  // A size the declaration's types name, used as a value in its body (`reshape [n / 4, 4]`).
+  std::optional<SizeName> Value(const std::string& name) const {
+    SizeName size = Describe(name, false);
+    if (!size.binder.valid()) return std::nullopt;
+    return size;
+  }
+
+ private:
+  SizeName Describe(const std::string& name, bool shape) const {
+    SizeName out{name, shape, {}, "", {}, {}};
+    std::vector<Span> mentions = Mentions(name, shape);
+    for (const syntax::Name& binder : SizeBinders()) {
+      if (!shape && binder.text == name) {
+        out.binder = binder.span;
+        out.bound_by = "`[" + name + "]` after the definition's name";
+      }
+    }
+    // The signature's pieces that name it: the parameters in order, then the result type.
+    std::vector<std::pair<Span, std::string>> pieces;
+    for (const syntax::Param& param : Params()) pieces.push_back({param.span, "the parameter"});
+    if (const auto* def = std::get_if<syntax::Def>(&decl_.node); def && def->result.valid())
+      pieces.push_back({analysis_.ast.Get(def->result).span, "the result type"});
+    for (const auto& [piece, what] : pieces) {
+      auto named = std::find_if(mentions.begin(), mentions.end(), [&](Span m) { return Holds(piece, m.begin, m.end); });
+      if (named == mentions.end()) continue;
+      std::string text = "`" + OneLine(analysis_.sources.Text(piece)) + "`";
+      if (!out.binder.valid()) {
+        out.binder = *named;
+        out.bound_by = what + " " + text;
+      } else {
+        out.also.push_back({piece, what + " " + text});
+      }
+    }
+    if (!out.binder.valid() && !mentions.empty()) {
+      out.binder = mentions.front();
+      out.bound_by = "its first use";
+    }
+    for (const syntax::WhereItem& item : Where()) {
+      std::vector<Span> vars;
+      if (item.condition.valid()) VarsIn(item.condition, name, vars);
+      if (!vars.empty()) out.where.push_back(item.span);
+    }
+    return out;
+  }
+
+  // Where the declaration's types name `name`: a dim (`n`), or a spread (`..s`).
+  std::vector<Span> Mentions(const std::string& name, bool shape) const {
+    std::vector<Span> out;
+    if (!shape) {
+      for (const syntax::Dim& dim : analysis_.ast.dims()) {
+        const auto* var = std::get_if<syntax::dim::Var>(&dim.node);
+        if (var && var->name == name && Holds(decl_.span, dim.span.begin, dim.span.end)) out.push_back(dim.span);
+      }
+    } else {
+      for (const syntax::Type& type : analysis_.ast.types()) {
+        const auto* tensor = std::get_if<syntax::type::Tensor>(&type.node);
+        if (!tensor || !Holds(decl_.span, type.span.begin, type.span.end)) continue;
+        for (const syntax::ShapeItem& item : tensor->shape) {
+          if (item.spread && item.spread_name == name) out.push_back(item.span);
+        }
+      }
+    }
+    std::sort(out.begin(), out.end(), [](Span a, Span b) { return a.begin < b.begin; });
+    return out;
+  }
+
+  // The variables named `name` in a `where` condition.
+  void VarsIn(syntax::ExprId id, const std::string& name, std::vector<Span>& out) const {
+    if (!id.valid()) return;
+    const syntax::Expr& e = analysis_.ast.Get(id);
+    namespace se = syntax::expr;
+    if (const auto* var = std::get_if<se::Var>(&e.node)) {
+      if (var->name == name) out.push_back(e.span);
+    } else if (const auto* binary = std::get_if<se::Binary>(&e.node)) {
+      VarsIn(binary->lhs, name, out);
+      VarsIn(binary->rhs, name, out);
+    } else if (const auto* negate = std::get_if<se::Negate>(&e.node)) {
+      VarsIn(negate->operand, name, out);
+    } else if (const auto* apply = std::get_if<se::Apply>(&e.node)) {
+      VarsIn(apply->callee, name, out);
+      for (syntax::ExprId arg : apply->args) VarsIn(arg, name, out);
+    }
+  }
+
+  std::vector<syntax::Name> SizeBinders() const {
+    const auto* def = std::get_if<syntax::Def>(&decl_.node);
+    return def ? def->size_binders : std::vector<syntax::Name>{};
+  }
+  const std::vector<syntax::Param>& Params() const {
+    if (const auto* def = std::get_if<syntax::Def>(&decl_.node)) return def->params;
+    return std::get<syntax::KernelDecl>(decl_.node).params;
+  }
+  const std::vector<syntax::WhereItem>& Where() const {
+    if (const auto* def = std::get_if<syntax::Def>(&decl_.node)) return def->where;
+    return std::get<syntax::KernelDecl>(decl_.node).where;
+  }
+
+  const Analysis& analysis_;
+  const syntax::Decl& decl_;
+};
+
+const syntax::Decl* DeclAt(const Analysis& analysis, Span token) {
+  for (const syntax::Decl& decl : analysis.ast.decls()) {
+    if (!std::holds_alternative<syntax::Import>(decl.node) && Holds(decl.span, token.begin, token.end)) return &decl;
+  }
+  return nullptr;
+}
+
+// The size or shape name at a token of the analysis, if the token is one.
+std::optional<SizeName> SizeNameAt(const Analysis& analysis, Span token) {
+  const syntax::Decl* decl = DeclAt(analysis, token);
+  return decl ? SizeNames(analysis, *decl).At(token) : std::nullopt;
+}
+
+// A name in a definition's body that is a size of its types, not a local (sizes are values there).
+std::optional<SizeName> SizeValueAt(const Analysis& analysis, Span token) {
+  const syntax::Decl* decl = DeclAt(analysis, token);
+  const auto* def = decl ? std::get_if<syntax::Def>(&decl->node) : nullptr;
+  if (!def || !def->body.valid() || !Holds(analysis.ast.Get(def->body).span, token.begin, token.end))
+    return std::nullopt;
+  std::string name = TokenText(analysis, token);
+  std::vector<SyntaxBinder> scope = SyntaxReader(analysis.ast).ScopeAt(*def, token.begin);
+  for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+    if (it->name != name) continue;
+    bool size_binder = std::any_of(def->size_binders.begin(), def->size_binders.end(),
+                                   [&](const syntax::Name& binder) { return binder.span.begin == it->span.begin; });
+    if (!size_binder) return std::nullopt;  // a local of that name
+    break;
+  }
+  return SizeNames(analysis, *decl).Value(name);
+}
+
 // ---- Reading a position in the current analysis, then in earlier ones ----
 
 // A token of a view, with the definition around it when that definition can be read.
@@ -502,6 +668,48 @@ std::optional<Location> GlobalLocation(const Document& document, const std::vect
   return LocationOf(document, *imported->view, NameSpan(imported->view->analysis->sources, *imported->def));
 }
 
+// ---- The cursor of a query ----
+
+// A position of the document's current text as Hover, Definition and Complete start from it: the
+// views (the current analysis first, then the earlier ones), and the token of the current analysis
+// under it; none on white space, in a comment, or where an edit since that analysis touched it.
+struct Cursor {
+  Cursor(const Document& document, std::uint32_t offset) : document(document), offset(offset), views(document.Views()) {
+    std::optional<std::uint32_t> at = current().map.ToOld(offset);
+    token = at ? now().TokenAt(*at) : nullptr;
+  }
+
+  const View& current() const { return views.front(); }
+  const Analysis& now() const { return *views.front().analysis; }
+  // The position in the current analysis' text; inside an edit, where the edit starts.
+  std::uint32_t Before() const { return current().map.ToOldBefore(offset); }
+  bool OnIdentifier() const { return token && token->kind == TokenKind::Identifier; }
+  // The token's text and its range in the current text. @pre token
+  std::string Text() const { return TokenText(now(), token->span); }
+  std::optional<Range> TokenRange() const { return DocumentRange(document, current().map, token->span); }
+
+  const Document& document;
+  std::uint32_t offset;
+  std::vector<View> views;
+  const Analysis::TokenSpan* token = nullptr;
+};
+
+// A size name's hover: `n : size`, where it is bound, the other places that name it, its `where`
+// conditions.
+std::string SizeHover(const Cursor& cursor, const SizeName& size) {
+  const Analysis& now = cursor.now();
+  auto line = [&](Span span) {
+    std::optional<std::uint32_t> begin = cursor.current().map.ToNew(span.begin);
+    return begin ? " (line " + std::to_string(cursor.document.lines().ToPosition(*begin).line + 1) + ")"
+                 : std::string();
+  };
+  std::string out = CodeBlock((size.shape ? ".." : "") + size.name + (size.shape ? " : shape" : " : size"));
+  if (size.binder.valid()) out += "\n\nbound by " + size.bound_by + line(size.binder);
+  for (const auto& [also, what] : size.also) out += "\n\nalso in " + what + line(also);
+  for (Span where : size.where) out += "\n\nconstrained by `where " + OneLine(now.sources.Text(where)) + "`";
+  return out;
+}
+
 }  // namespace
 
 // ---- Diagnostics ----
@@ -559,24 +767,28 @@ std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
 // ---- Hover ----
 
 std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
-  std::vector<View> views = document.Views();
-  const View& current = views.front();
-  const Analysis& now = *current.analysis;
-  std::optional<std::uint32_t> at = current.map.ToOld(offset);
-  const Analysis::TokenSpan* token = at ? now.TokenAt(*at) : nullptr;
-  // A definition's name: its signature (known even when its body has errors).
-  if (token) {
-    if (const syntax::Decl* decl = DeclNamed(now, token->span)) {
-      std::optional<std::uint32_t> begin = current.map.ToNew(decl->span.begin);
-      std::optional<Checked> checked = begin ? CheckedDecl(views, DeclName(*decl)->text, *begin) : std::nullopt;
-      std::optional<Range> range = DocumentRange(document, current.map, token->span);
+  Cursor cursor(document, offset);
+  const Analysis& now = cursor.now();
+  if (cursor.token) {
+    // A definition's name: its signature (known even when its body has errors).
+    if (const syntax::Decl* decl = DeclNamed(now, cursor.token->span)) {
+      std::optional<std::uint32_t> begin = cursor.current().map.ToNew(decl->span.begin);
+      std::optional<Checked> checked = begin ? CheckedDecl(cursor.views, DeclName(*decl)->text, *begin) : std::nullopt;
+      std::optional<Range> range = cursor.TokenRange();
       if (checked && range) {
         return HoverText{CodeBlock(Signature(checked->view->analysis->result->vars, *checked->def)), *range};
       }
     }
+    // A size or shape name in a type, a size binder or a `where` condition, or a size as a value.
+    if (cursor.OnIdentifier()) {
+      std::optional<SizeName> size = SizeNameAt(now, cursor.token->span);
+      if (!size) size = SizeValueAt(now, cursor.token->span);
+      std::optional<Range> range = cursor.TokenRange();
+      if (size && range) return HoverText{SizeHover(cursor, *size), *range};
+    }
   }
 
-  if (std::optional<Point> point = ReadablePoint(views, offset)) {
+  if (std::optional<Point> point = ReadablePoint(cursor.views, offset)) {
     const Analysis& analysis = *point->view->analysis;
     CoreReader reader(analysis, *point->def);
     std::optional<CoreNode> node = reader.Innermost(point->token->span.begin, point->token->span.end);
@@ -616,12 +828,12 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
   }
 
   // Step 3: the syntax tree of the current analysis.
-  if (!token || token->kind != TokenKind::Identifier) return std::nullopt;
-  std::optional<Range> range = DocumentRange(document, current.map, token->span);
+  if (!cursor.OnIdentifier()) return std::nullopt;
+  std::optional<Range> range = cursor.TokenRange();
   if (!range) return std::nullopt;
-  std::string name = TokenText(now, token->span);
-  if (const syntax::Def* def = SyntaxDefAt(now, token->span.begin)) {
-    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, token->span.begin);
+  std::string name = cursor.Text();
+  if (const syntax::Def* def = SyntaxDefAt(now, cursor.token->span.begin)) {
+    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, cursor.token->span.begin);
     for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
       if (it->name != name) continue;
       if (!it->annotation.valid()) return std::nullopt;  // a local whose type is not known
@@ -629,7 +841,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
       return HoverText{CodeBlock(name + " : " + type), *range};
     }
   }
-  if (std::optional<Checked> global = GlobalDef(views, name)) {
+  if (std::optional<Checked> global = GlobalDef(cursor.views, name)) {
     return HoverText{CodeBlock(Signature(global->view->analysis->result->vars, *global->def)), *range};
   }
   return std::nullopt;
@@ -638,12 +850,10 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
 // ---- Go to definition ----
 
 std::optional<Location> Definition(const Document& document, std::uint32_t offset) {
-  std::vector<View> views = document.Views();
-  const View& current = views.front();
-  const Analysis& now = *current.analysis;
-  std::optional<std::uint32_t> at = current.map.ToOld(offset);
-  const Analysis::TokenSpan* token = at ? now.TokenAt(*at) : nullptr;
-  if (token) {
+  Cursor cursor(document, offset);
+  const View& current = cursor.current();
+  const Analysis& now = cursor.now();
+  if (const Analysis::TokenSpan* token = cursor.token) {
     for (const syntax::Decl& decl : now.ast.decls()) {
       const auto* import = std::get_if<syntax::Import>(&decl.node);
       if (import && Holds(decl.span, token->span.begin, token->span.end)) {
@@ -651,9 +861,15 @@ std::optional<Location> Definition(const Document& document, std::uint32_t offse
       }
     }
     if (DeclNamed(now, token->span)) return LocationOf(document, current, token->span);
+    // A size or shape name in a type, or a size as a value: where the declaration binds it.
+    if (cursor.OnIdentifier()) {
+      std::optional<SizeName> size = SizeNameAt(now, token->span);
+      if (!size) size = SizeValueAt(now, token->span);
+      if (size && size->binder.valid()) return LocationOf(document, current, size->binder);
+    }
   }
 
-  if (std::optional<Point> point = ReadablePoint(views, offset)) {
+  if (std::optional<Point> point = ReadablePoint(cursor.views, offset)) {
     const Analysis& analysis = *point->view->analysis;
     CoreReader reader(analysis, *point->def);
     std::optional<CoreNode> node = reader.Innermost(point->token->span.begin, point->token->span.end);
@@ -667,7 +883,7 @@ std::optional<Location> Definition(const Document& document, std::uint32_t offse
       return LocationOf(document, *point->view, binder->span);
     }
     if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
-      return GlobalLocation(document, views, global->name);
+      return GlobalLocation(document, cursor.views, global->name);
     }
     if (const auto* size = std::get_if<core::expr::SizeValue>(&e.node)) {
       std::optional<core::SizeVarId> var = size->dim.AsVar();
@@ -679,15 +895,15 @@ std::optional<Location> Definition(const Document& document, std::uint32_t offse
   }
 
   // Step 3: the syntax tree.
-  if (!token || token->kind != TokenKind::Identifier) return std::nullopt;
-  std::string name = TokenText(now, token->span);
-  if (const syntax::Def* def = SyntaxDefAt(now, token->span.begin)) {
-    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, token->span.begin);
+  if (!cursor.OnIdentifier()) return std::nullopt;
+  std::string name = cursor.Text();
+  if (const syntax::Def* def = SyntaxDefAt(now, cursor.token->span.begin)) {
+    std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, cursor.token->span.begin);
     for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
       if (it->name == name) return LocationOf(document, current, it->span);
     }
   }
-  return GlobalLocation(document, views, name);
+  return GlobalLocation(document, cursor.views, name);
 }
 
 // ---- Document symbols ----
@@ -740,9 +956,9 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
 
   // Locals: from the core IR where the definition checked, here or earlier (a position inside an
   // edit is read where the edit starts), else from the syntax tree.
-  std::vector<View> views = document.Views();
+  Cursor cursor(document, offset);
   bool found = false;
-  for (const View& view : views) {
+  for (const View& view : cursor.views) {
     std::uint32_t old = view.map.ToOldBefore(offset);
     const core::Def* def = DefAt(*view.analysis, old);
     if (!Readable(def)) continue;
@@ -755,9 +971,9 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
     found = true;
     break;
   }
-  const View& current = views.front();
-  const Analysis& now = *current.analysis;
-  std::uint32_t here = current.map.ToOldBefore(offset);
+  const View& current = cursor.current();
+  const Analysis& now = cursor.now();
+  std::uint32_t here = cursor.Before();
   if (!found) {
     if (const syntax::Def* def = SyntaxDefAt(now, here)) {
       std::vector<SyntaxBinder> scope = SyntaxReader(now.ast).ScopeAt(*def, here);
@@ -782,7 +998,7 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
     const syntax::Name* name = DeclName(decl);
     if (!name || decl.span.end >= here) continue;
     std::optional<std::uint32_t> begin = current.map.ToNew(decl.span.begin);
-    std::optional<Checked> checked = begin ? CheckedDecl(views, name->text, *begin) : std::nullopt;
+    std::optional<Checked> checked = begin ? CheckedDecl(cursor.views, name->text, *begin) : std::nullopt;
     add_def(name->text, checked ? &*checked : nullptr);
   }
   if (now.result) {

@@ -333,6 +333,11 @@ class Ast {
   const Pattern& Get(PatternId id) const { return patterns_[id.index]; }
   const Layout& Get(LayoutId id) const { return layouts_[id.index]; }
 
+  // Every dim and type of the file, nested ones too, in the order they were parsed (the language
+  // server finds size names in them by span).
+  const std::vector<Dim>& dims() const { return dims_; }
+  const std::vector<Type>& types() const { return types_; }
+
  private:
   template <typename Id, typename Node>
   static Id Push(std::vector<Node>& arena, Node node) {

@@ -62,6 +62,15 @@ def bad (x: f32[n, 4]) (y: f32[5, m]) = x @ y
 def fine (z: f32[3]) = z * 2.0
 """
 
+SIZES = """\
+def chunks (x: f32[n, 4]) (w: f32[4, m]) : f32[n / 4, 4, m] where n % 4 == 0 =
+  reshape [n / 4, 4, m] (x @ w)
+
+def explicit [k] (x: f32[k]) (y: f32[k]) = x + y
+
+def spread (x: 'f[..s, d]) (v: 'f[d]) = x * v
+"""
+
 
 RANDOM_EDITS = 12
 
@@ -271,6 +280,52 @@ def main():
     check("completion: not the definitions below, nor locals out of scope",
           "later" not in items and "probs" not in items and "y" not in items, sorted(items))
 
+    # ---- size and shape names in types ----
+    sizes_uri = "file://" + os.path.join(work, "sizes.weft")
+    client.open(sizes_uri, SIZES)
+    diagnostics = client.diagnostics(sizes_uri)
+    check("sizes: the file checks", diagnostics == [], diagnostics)
+
+    def size_hover(needle, occurrence=0):
+        result = hover(sizes_uri, SIZES, needle, occurrence)
+        return hover_text(result), result["contents"]["value"] if result else ""
+
+    text, full = size_hover("n, 4]")
+    check("size hover: a size in a parameter's type is `n : size`", text == "n : size", full)
+    check("size hover: ... bound by the first parameter that names it",
+          "bound by the parameter `(x: f32[n, 4])` (line 1)" in full, full)
+    check("size hover: ... the other places that name it",
+          "also in the result type `f32[n / 4, 4, m]` (line 1)" in full, full)
+    check("size hover: ... and its `where` conditions", "constrained by `where n % 4 == 0`" in full, full)
+    result = hover(sizes_uri, SIZES, "n, 4]")
+    check("size hover: the range is the name",
+          result and result["range"] == {"start": position_of(SIZES, "n, 4]"), "end": position_of(SIZES, "n, 4]", 0, 1)},
+          result)
+    text, full = size_hover("n % 4")
+    check("size hover: in a `where` condition", text == "n : size" and "bound by the parameter" in full, full)
+    text, full = size_hover("n / 4, 4, m] (")
+    check("size hover: a size used as a value in the body", text == "n : size" and "bound by the parameter" in full,
+          full)
+    text, full = size_hover("m]) :")
+    check("size hover: a size with no `where`", text == "m : size" and "constrained" not in full, full)
+    text, full = size_hover("k]) (y")
+    check("size hover: an explicit size binder binds it",
+          text == "k : size" and "bound by `[k]` after the definition's name (line 4)" in full and
+          "also in the parameter `(y: f32[k])`" in full, full)
+    text, full = size_hover("s, d]")
+    check("size hover: a shape name", text == "..s : shape" and "bound by the parameter `(x: 'f[..s, d])`" in full,
+          full)
+    text, full = size_hover("d]) =")
+    check("size hover: bound by an earlier parameter", text == "d : size" and "`(x: 'f[..s, d])`" in full, full)
+    text, _ = size_hover("x @ w")
+    check("size hover: a parameter is still `name : type`", text == "x : f32[n, 4]", text)
+    result = client.at("textDocument/definition", sizes_uri, position_of(SIZES, "n / 4, 4, m] where"))
+    check("size definition: from the result type to where the size is bound",
+          result and result["range"]["start"] == position_of(SIZES, "n, 4]"), result)
+    result = client.at("textDocument/definition", sizes_uri, position_of(SIZES, "k]) =", 0))
+    check("size definition: an explicit binder",
+          result and result["range"]["start"] == position_of(SIZES, "k] (x"), result)
+
     # ---- edits: an error, hovers in the broken definition, the fix ----
     broken = GOOD.replace("g - expand (max g)", "g - expand (max g) + a")
     client.change(good, broken, 2)
@@ -417,6 +472,10 @@ def main():
           related["`x` is bound here"]["uri"] == shape_uri, related)
     result = hover(shape_uri, SHAPE_ERROR, "x @")
     check("shape error: hover on the left operand shows its shape", hover_text(result) == "x : f32[n, 4]", result)
+    result = hover(shape_uri, SHAPE_ERROR, "m])")
+    check("shape error: a size in the failing definition's types",
+          hover_text(result) == "m : size" and "bound by the parameter `(y: f32[5, m])`" in result["contents"]["value"],
+          result)
     result = hover(shape_uri, SHAPE_ERROR, "y\n")
     check("shape error: hover on the right operand shows its shape", hover_text(result) == "y : f32[5, m]", result)
     result = hover(shape_uri, SHAPE_ERROR, "z * 2.0")
