@@ -57,6 +57,12 @@ struct CheckOptions {
 CheckResult Check(SourceManager& sources, const syntax::Ast& ast, Diagnostics& diagnostics,
                   const CheckOptions& options);
 
+// The built-ins a program can name, from the prelude's table (check/prelude.cpp) in its order; the
+// REPL and the language server complete them.
+const std::vector<std::string>& BuiltinNames();
+// The operations only a kernel's body can name (`block_idx`, `tile`, `mma`, ...; check/kernel.cpp).
+const std::vector<std::string>& KernelOpNames();
+
 // `name : type`, as `weft check` prints it.
 std::string Signature(const CheckResult& result, const CheckedDef& def);
 std::string Signature(const VarStore& vars, const CheckedDef& def);

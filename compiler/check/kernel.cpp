@@ -10,6 +10,8 @@
 //     types), `mma` (f16/bf16 matrices into an f32 accumulator) and `store` (into a tile of an `out`
 //     parameter, which nothing else may read). The body's type is `()`.
 //  4. Obligations discharged, generalization and elaboration (elaborate.cpp) as for a `def`.
+#include <algorithm>
+
 #include "base/overloaded.h"
 #include "check/checker.h"
 
@@ -26,9 +28,14 @@ std::string Plural(std::size_t n, std::string_view word) {
 
 }  // namespace
 
+const std::vector<std::string>& KernelOpNames() {
+  static const std::vector<std::string> names = {"block_idx", "tile", "shared", "regs", "convert", "mma", "store"};
+  return names;
+}
+
 bool Checker::IsKernelOp(std::string_view name) {
-  return name == "block_idx" || name == "tile" || name == "shared" || name == "regs" || name == "convert" ||
-         name == "mma" || name == "store";
+  const std::vector<std::string>& ops = KernelOpNames();
+  return std::find(ops.begin(), ops.end(), name) != ops.end();
 }
 
 const KernelContext::Param* Checker::KernelParamOf(const std::string& name) const {

@@ -60,6 +60,15 @@ constexpr BuiltinSpec kBuiltins[] = {
 
 }  // namespace
 
+const std::vector<std::string>& BuiltinNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const BuiltinSpec& spec : kBuiltins) out.emplace_back(spec.name);
+    return out;
+  }();
+  return names;
+}
+
 void Checker::LoadPrelude() {
   for (const BuiltinSpec& spec : kBuiltins) {
     Diagnostics errors;

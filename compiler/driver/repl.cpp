@@ -230,15 +230,6 @@ bool IsComplete(std::string_view input) {
 
 namespace {
 
-// The built-ins of language.md (check/prelude.cpp and the special forms of handle_apply.cpp).
-// tests/unit/driver/repl_test.cpp checks that the checker knows each of them.
-constexpr const char* kBuiltinNames[] = {
-    "map",     "map2",       "reduce",    "scan",    "sum",     "max",    "min",    "mean",    "argmax", "maximum",
-    "minimum", "select",     "exp",       "log",     "sqrt",    "rsqrt",  "tanh",   "sigmoid", "sin",    "cos",
-    "abs",     "matmul_f32", "transpose", "permute", "reshape", "concat", "expand", "iota",    "zeros",  "ones",
-    "full",    "gather",     "dequant",   "load",    "save",    "random", "arg",    "print",   "time",
-};
-
 bool IsIdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '\'';
 }
@@ -710,7 +701,7 @@ struct Repl::State {
     std::vector<std::string> names;
     for (const core::Def* def : DefinitionsInScope()) names.push_back(def->name);
     if (!last_result.empty()) names.emplace_back("it");
-    for (const char* name : kBuiltinNames) names.emplace_back(name);
+    for (const std::string& name : check::BuiltinNames()) names.push_back(name);
 #define WEFT_TOKEN(Name, Description)
 #define WEFT_KEYWORD(Name, Spelling) names.emplace_back(Spelling);
 #include "syntax/token_kinds.def"

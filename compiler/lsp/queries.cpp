@@ -936,17 +936,6 @@ std::vector<Symbol> Symbols(const Document& document) {
 
 // ---- Completion ----
 
-const std::vector<std::string>& BuiltinNames() {
-  // check/prelude.cpp's table, and its order.
-  static const std::vector<std::string> names = {
-      "map",     "map2",       "reduce",    "scan",   "sum",    "max",    "min",   "mean",    "argmax", "maximum",
-      "minimum", "select",     "exp",       "log",    "sqrt",   "rsqrt",  "tanh",  "sigmoid", "sin",    "cos",
-      "abs",     "matmul_f32", "transpose", "concat", "expand", "gather", "zeros", "ones",    "full",   "iota",
-      "reshape", "permute",    "dequant",   "random", "load",   "save",   "arg",   "print",   "time",
-  };
-  return names;
-}
-
 std::vector<CompletionItem> Complete(const Document& document, std::uint32_t offset) {
   std::vector<CompletionItem> out;
   std::set<std::string> seen;
@@ -1008,7 +997,12 @@ std::vector<CompletionItem> Complete(const Document& document, std::uint32_t off
       add_def(def.name, &checked);
     }
   }
-  for (const std::string& name : BuiltinNames()) add(name, CompletionKind::Function, "built-in");
+  for (const std::string& name : check::BuiltinNames()) add(name, CompletionKind::Function, "built-in");
+  // A kernel's operations, in a kernel's body.
+  const syntax::Decl* decl = DeclAt(now, Span{now.file, here, here});
+  if (decl && std::holds_alternative<syntax::KernelDecl>(decl->node)) {
+    for (const std::string& name : check::KernelOpNames()) add(name, CompletionKind::Function, "kernel operation");
+  }
 #define WEFT_TOKEN(Name, Description)
 #define WEFT_KEYWORD(Name, Spelling) add(Spelling, CompletionKind::Keyword, "keyword");
 #define WEFT_DTYPE_KEYWORD(Name, Spelling) add(Spelling, CompletionKind::Keyword, "element type");

@@ -75,10 +75,8 @@ struct CompletionItem {
   std::string detail;  // a type, "built-in" or "keyword"
 };
 // Names in scope at `offset`: locals (innermost first), the definitions above it and imported ones,
-// built-ins, keywords and element types. The client filters them by what is typed.
+// built-ins (check::BuiltinNames; in a kernel's body also check::KernelOpNames), keywords and element
+// types. The client filters them by what is typed.
 std::vector<CompletionItem> Complete(const Document& document, std::uint32_t offset);
-
-// The built-ins of language.md that a program can name (check/prelude.cpp and the special forms).
-const std::vector<std::string>& BuiltinNames();
 
 }  // namespace weft::lsp

@@ -280,6 +280,21 @@ def main():
     check("completion: not the definitions below, nor locals out of scope",
           "later" not in items and "probs" not in items and "y" not in items, sorted(items))
 
+    # Kernel operations are offered in a kernel's body only; built-ins come from the checker's table.
+    kernel_uri = "file://" + os.path.join(work, "kernel.weft")
+    kernel_text = open(os.path.join(os.path.dirname(STDLIB), "examples", "gemm_kernel.weft")).read()
+    client.open(kernel_uri, kernel_text)
+    client.diagnostics(kernel_uri)
+    result = client.at("textDocument/completion", kernel_uri, position_of(kernel_text, "mma (regs"))
+    items = {i["label"]: i for i in result["items"]}
+    check("completion: in a kernel's body, its operations",
+          all(items.get(op, {}).get("detail") == "kernel operation" for op in ("block_idx", "tile", "mma", "store")) and
+          "exp" in items, sorted(items))
+    result = client.at("textDocument/completion", kernel_uri, position_of(kernel_text, "random [256, 256] 1"))
+    items = {i["label"]: i for i in result["items"]}
+    check("completion: not in a `def`", "mma" not in items and "block_idx" not in items and "random" in items,
+          sorted(items))
+
     # ---- size and shape names in types ----
     sizes_uri = "file://" + os.path.join(work, "sizes.weft")
     client.open(sizes_uri, SIZES)
