@@ -10,6 +10,9 @@
 //     position survives since (OffsetMap), with the results moved back to the current text.
 //  3. Otherwise from the syntax tree: a parameter or `let` with a written type shows that type, a
 //     top-level name its signature, and binders are found by walking the tree.
+// Before these, a definition's name shows its signature, and a size or shape name (in a type, a
+// size binder, a `where` condition, or a size used as a value) is read in the syntax tree of the
+// current analysis: `n : size`, what binds it, where else it is named, its `where` conditions.
 #pragma once
 
 #include <optional>
