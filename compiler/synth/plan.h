@@ -8,6 +8,25 @@
 // (thread in 0..threads, value) -> (row, col); a value held by several threads (a reduction's result)
 // is a broadcast. A Shared tile's layout maps (row, col) to an element offset in its buffer, swizzle
 // included; byte address = shared_offset + stage * stage_bytes + offset * element bytes.
+//
+// Changes since the contract of 9959e88 (synth owns this file; consumers: compiler/sim, codegen):
+//   - ValueChoice: `swizzle_mode` (the TMA/wgmma mode of a Shared tile on sm_90a), `registers`
+//     (32-bit registers per thread a Reg tile takes), `mma_operand` (a `regs` result that a wgmma
+//     reads from shared memory has no Reg layout: `regs` is empty and this names the Shared tile).
+//   - OpChoice: `desc_a`/`desc_b` with `a_mn_major`/`b_mn_major` (wgmma descriptors, start 0: add
+//     the tile's byte address, and 32 bytes per k16 step for K-major or 2 * SBO for MN-major),
+//     `a_from_shared`, `mma_n` (the wgmma instruction's N), `tma_boxes` (boxes per copy: box b
+//     covers columns [b * box_dims[0], (b + 1) * box_dims[0]) and lands at byte b * box bytes of the
+//     stage), `shuffles`/`shared_trip` (reductions), `note`.
+//   - Plan: `kernel`, `cost`, `notes` (decisions worth printing: stages reduced, ...).
+//   - ldmatrix convention: instruction i of a thread (copy value i) fills the Reg tile's values
+//     [2 * count * i, 2 * count * (i + 1)): register j of the instruction holds values
+//     2 * (count * i + j) and 2 * (count * i + j) + 1. `copy` gives, per (thread, i), the (row, col)
+//     of the 16-byte row of the shared tile whose address the thread supplies (lanes past 8 * count
+//     supply none; their entries repeat lane % (8 * count)).
+//   - An mma operand's TV layout may equal the tiled atom's only up to the order of each thread's
+//     values (attention's P, in the accumulator layout of the first mma, as the A operand of the
+//     second): codegen finds each fragment register's value by its (row, col).
 #pragma once
 
 #include <cstdint>
@@ -32,11 +51,16 @@ struct ValueChoice {
   std::int64_t stage_bytes = 0;    // bytes of one copy of the tile
   int stages = 1;                  // copies of a tile loaded inside a pipeline (the ring's depth)
   // Reg tiles
+  layout::SwizzleMode swizzle_mode = layout::SwizzleMode::kNone;  // sm_90a TMA/wgmma tiles
   std::optional<layout::TvLayout> regs;
+  int registers = 0;    // 32-bit registers per thread that a Reg tile takes
   bool pinned = false;  // the program wrote this layout
+  // A `regs s` that a wgmma reads from shared memory: no Reg layout; the Shared tile s.
+  std::optional<std::uint32_t> mma_operand;
 };
 
-// One shared-memory access pattern of an op (per warp, per instruction), costed exactly.
+// One shared-memory access pattern of an op, costed exactly: CountBankConflicts of every
+// instruction of every warp in one execution of the op, summed (wavefronts, ideal and phases).
 struct Access {
   std::string what;  // "cp.async writes of sa", "ldmatrix reads of sb"
   layout::BankConflicts conflicts;
@@ -56,12 +80,25 @@ struct OpChoice {
   std::optional<layout::TmaBox> tma;  // a TMA copy: the box (global fields symbolic ones left 0)
   // Mma: the tiling of warps (sm_80) or warpgroups (sm_90a) over the M x N tile.
   int warps_m = 1, warps_n = 1;
+  // wgmma (sm_90a): the instruction's N, descriptors (start address 0) and whether A is read from
+  // shared memory (else from registers in the atom's A layout).
+  int mma_n = 0;
+  bool a_from_shared = false;
+  std::optional<layout::GmmaDescriptor> desc_a, desc_b;
+  bool a_mn_major = false, b_mn_major = false;
+  int tma_boxes = 0;
+  // Reductions along the last axis: butterfly shuffles per value, and whether the row spans several
+  // warps (partial results go through shared memory).
+  int shuffles = 0;
+  bool shared_trip = false;
+  std::string note;                          // one line for `weft explain`
   std::int64_t instructions_per_thread = 0;  // per execution of the op
   std::int64_t bytes = 0;                    // bytes moved per execution (copies), block-wide
   std::vector<Access> accesses;
 };
 
 struct Plan {
+  std::string kernel;
   Target target = Target::Sm80;
   std::int64_t threads = 0;  // the block size
   std::vector<ValueChoice> values;
@@ -73,8 +110,10 @@ struct Plan {
   // and the time it took (not printed with --no-timings).
   std::int64_t candidates = 0;
   std::string objective;
+  std::int64_t cost = 0;
   bool optimal = false;
   double seconds = 0;
+  std::vector<std::string> notes;
 };
 
 }  // namespace weft::synth

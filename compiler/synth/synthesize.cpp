@@ -1,0 +1,1123 @@
+// Layout synthesis; see synthesize.h for the algorithm and docs/synthesis.md for the choices.
+#include "synth/synthesize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+#include "base/source.h"
+#include "layout/algebra.h"
+#include "layout/from_syntax.h"
+#include "syntax/parser.h"
+#include "synth/tiling.h"
+
+namespace weft::synth {
+
+std::string_view Spelling(Target target) {
+  return target == Target::Sm80 ? "sm_80" : "sm_90a";
+}
+
+std::optional<Target> ParseTarget(std::string_view text) {
+  if (text == "sm_80") return Target::Sm80;
+  if (text == "sm_90a") return Target::Sm90a;
+  return std::nullopt;
+}
+
+std::int64_t SharedBudget(Target target) {
+  return target == Target::Sm80 ? 163 * 1024 : 227 * 1024;
+}
+
+int RegisterBudget(Target) {
+  return 255;
+}
+
+namespace {
+
+using layout::IntTuple;
+using layout::Layout;
+using layout::SwizzledLayout;
+using layout::TvLayout;
+using tile::OpId;
+using tile::ValueId;
+using Modes = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+int ElementBytes(Dtype dtype) {
+  return std::max(1, Bits(dtype) / 8);
+}
+
+std::int64_t Const(const core::Dim& dim) {
+  auto c = dim.AsConstant();
+  return c ? *c : -1;
+}
+
+// A tile's rows x cols (plan.h: a rank-1 tile of n is n x 1, a rank-0 one 1 x 1).
+struct Extent {
+  std::int64_t rows = 1, cols = 1;
+};
+Extent ExtentOf(const tile::Value& v) {
+  if (v.shape.empty()) return {1, 1};
+  if (v.shape.size() == 1) return {Const(v.shape[0]), 1};
+  return {Const(v.shape[v.shape.size() - 2]), Const(v.shape.back())};
+}
+
+std::string ShapeText(const tile::Value& v) {
+  std::string s = std::string(weft::Spelling(v.dtype)) + "[";
+  for (std::size_t i = 0; i < v.shape.size(); ++i) {
+    if (i) s += ", ";
+    auto c = v.shape[i].AsConstant();
+    s += c ? std::to_string(*c) : "?";
+  }
+  return s + "]";
+}
+
+int Log2(std::int64_t n) {
+  int l = 0;
+  while ((std::int64_t{1} << (l + 1)) <= n) ++l;
+  return l;
+}
+
+Layout TvOf(const Modes& threads, const Modes& values) {
+  auto clean = [](const Modes& modes) {
+    Modes out;
+    for (auto m : modes)
+      if (m.first != 1) out.push_back(m);
+    if (out.empty()) out.push_back({1, 0});
+    return layout::FromFlatModes(out);
+  };
+  return Layout::Tuple({clean(threads), clean(values)});
+}
+
+std::vector<ValueId> Operands(const tile::OpNode& node) {
+  return std::visit(
+      [](const auto& o) -> std::vector<ValueId> {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, tile::op::ScalarOp> || std::is_same_v<T, tile::op::Map>)
+          return o.args;
+        else if constexpr (std::is_same_v<T, tile::op::View>) {
+          std::vector<ValueId> out{o.tensor};
+          out.insert(out.end(), o.coords.begin(), o.coords.end());
+          return out;
+        } else if constexpr (std::is_same_v<T, tile::op::ToShared> || std::is_same_v<T, tile::op::ToRegs> ||
+                             std::is_same_v<T, tile::op::Reduce> || std::is_same_v<T, tile::op::Expand> ||
+                             std::is_same_v<T, tile::op::Cast> || std::is_same_v<T, tile::op::Convert>)
+          return {o.src};
+        else if constexpr (std::is_same_v<T, tile::op::Store>)
+          return {o.dst, o.src};
+        else if constexpr (std::is_same_v<T, tile::op::Mma>)
+          return {o.a, o.b, o.acc};
+        else if constexpr (std::is_same_v<T, tile::op::Fill>)
+          return {o.value};
+        else if constexpr (std::is_same_v<T, tile::op::Loop>) {
+          std::vector<ValueId> out{o.bound};
+          out.insert(out.end(), o.init.begin(), o.init.end());
+          out.insert(out.end(), o.yields.begin(), o.yields.end());
+          return out;
+        } else
+          return {};
+      },
+      node);
+}
+
+// Why a class has its layout: the requirement that set it.
+struct Req {
+  TvLayout tv;
+  Span span;
+  std::string who;
+  bool pinned = false;
+  std::string pin_text;
+};
+Req Anchor(TvLayout tv, Span span, std::string who) {
+  return Req{std::move(tv), span, std::move(who), false, ""};
+}
+
+struct UnionEdge {
+  ValueId a, b;
+  Span span;
+  std::string who;
+};
+struct SliceEdge {
+  ValueId child, parent;
+  SliceKeep keep;
+  Span span;
+  std::string who;
+};
+
+struct MmaInfo {
+  OpId op;
+  std::int64_t m = 0, n = 0, k = 0;
+  Dtype dtype = Dtype::BF16;
+  std::vector<std::pair<int, int>> tilings;  // (groups_m, groups_n)
+  bool a_from_shared = false;                // sm_90a: A read through a descriptor
+  bool b_from_shared = false;
+};
+
+struct SharedPin {
+  SwizzledLayout layout;
+};
+
+// One combination of warp tilings, evaluated.
+struct Attempt {
+  std::vector<std::optional<TvLayout>> regs;  // per value
+  std::vector<ValueChoice> values;
+  std::vector<OpChoice> ops;
+  std::int64_t wavefronts = 0, instructions = 0, candidates = 0;
+  std::int64_t cost() const { return wavefronts + instructions; }
+};
+
+class Synthesizer {
+ public:
+  Synthesizer(const tile::Kernel& kernel, Target target, const Options& options)
+      : kernel_(kernel), target_(target), options_(options) {}
+
+  Result<Plan, std::vector<Diagnostic>> Run();
+
+ private:
+  template <typename... Args>
+  Diagnostic& Error(DiagnosticKind kind, Span span, Args&&... args) {
+    errors_.push_back(MakeDiagnostic(kind, span, std::forward<Args>(args)...));
+    return errors_.back();
+  }
+  const tile::Value& V(ValueId id) const { return kernel_.Get(id); }
+  std::string Name(ValueId id) const;
+
+  void Walk(const std::vector<OpId>& body, OpId loop, OpId enclosing);
+  bool CheckMmas();
+  void BuildEdges();
+  void EvaluatePins();
+  std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
+  bool ChooseShared(Attempt& attempt, ValueId s);
+  void Finish(Attempt& attempt, Plan& plan);
+
+  const tile::Kernel& kernel_;
+  Target target_;
+  Options options_;
+  std::vector<Diagnostic> errors_;
+
+  std::vector<OpId> order_;              // every op, loop bodies inline, in program order
+  std::vector<OpId> loop_of_;            // per op: the enclosing pipelined loop, or invalid
+  std::vector<OpId> enclosing_;          // per op: the innermost enclosing loop of either kind
+  std::vector<std::vector<OpId>> uses_;  // per value
+  std::vector<MmaInfo> mmas_;
+  std::vector<UnionEdge> unions_;
+  std::vector<SliceEdge> slices_;
+  std::vector<std::optional<Req>> reg_pins_;
+  std::vector<std::optional<SharedPin>> shared_pins_;
+  std::vector<bool> wgmma_smem_operand_;  // per value: a `regs` result only wgmma reads
+};
+
+std::string Synthesizer::Name(ValueId id) const {
+  const tile::Value& v = V(id);
+  if (!v.name.empty()) return "`" + v.name + "`";
+  return "%" + std::to_string(id.index);
+}
+
+void Synthesizer::Walk(const std::vector<OpId>& body, OpId loop, OpId enclosing) {
+  for (OpId id : body) {
+    order_.push_back(id);
+    loop_of_[id.index] = loop;
+    enclosing_[id.index] = enclosing;
+    for (ValueId v : Operands(kernel_.Get(id).node)) uses_[v.index].push_back(id);
+    if (auto* l = std::get_if<tile::op::Loop>(&kernel_.Get(id).node)) Walk(l->body, l->pipelined ? id : loop, id);
+  }
+}
+
+// Step 1: each mma's atom and its warp (warpgroup) tilings, or the error that says why none.
+bool Synthesizer::CheckMmas() {
+  bool ok = true;
+  std::int64_t threads = kernel_.threads;
+  for (OpId id : order_) {
+    const auto* mma = std::get_if<tile::op::Mma>(&kernel_.Get(id).node);
+    if (!mma) continue;
+    const tile::Op& op = kernel_.Get(id);
+    MmaInfo info;
+    info.op = id;
+    const tile::Value &a = V(mma->a), &b = V(mma->b);
+    Extent ea = ExtentOf(a), eb = ExtentOf(b);
+    info.m = ea.rows, info.k = ea.cols, info.n = eb.cols;
+    info.dtype = a.dtype;
+    if ((a.dtype != Dtype::BF16 && a.dtype != Dtype::F16) || b.dtype != a.dtype) {
+      Error(DiagnosticKind::SynthNoMmaAtom, op.span, Spelling(target_),
+            std::string(weft::Spelling(a.dtype == Dtype::BF16 || a.dtype == Dtype::F16 ? b.dtype : a.dtype)));
+      ok = false;
+      continue;
+    }
+    std::string type(weft::Spelling(a.dtype));
+    bool wgmma = target_ == Target::Sm90a;
+    int group_threads = wgmma ? 128 : 32;
+    std::string atom = wgmma ? "wgmma.m64nNk16." + type : "mma.m16n8k16." + type;
+    if (threads % group_threads != 0) {
+      Error(DiagnosticKind::SynthThreads, kernel_.span, threads,
+            wgmma ? "warpgroups of 128 threads, which `wgmma` needs" : "warps of 32 threads");
+      errors_.back().notes.push_back({op.span, "this `mma` runs on " + std::string(wgmma ? "warpgroups" : "warps")});
+      ok = false;
+      continue;
+    }
+    int atom_m = wgmma ? 64 : 16;
+    std::string why;
+    if (info.m % atom_m != 0)
+      why = "M = " + std::to_string(info.m) + " is not a multiple of " + std::to_string(atom_m);
+    else if (info.n % 8 != 0)
+      why = "N = " + std::to_string(info.n) + " is not a multiple of 8";
+    else if (info.k % 16 != 0)
+      why = "K = " + std::to_string(info.k) + " is not a multiple of 16";
+    if (!why.empty()) {
+      Error(DiagnosticKind::SynthMmaShape, op.span, atom, why);
+      errors_.back().notes.push_back({a.span, "A is `" + ShapeText(a) + "`"});
+      errors_.back().notes.push_back({b.span, "B is `" + ShapeText(b) + "`"});
+      ok = false;
+      continue;
+    }
+    int groups = static_cast<int>(threads / group_threads);
+    for (int gm = 1; gm <= groups; ++gm) {
+      if (groups % gm != 0) continue;
+      int gn = groups / gm;
+      if (info.m % (atom_m * gm) != 0 || info.n % (8 * gn) != 0) continue;
+      if (wgmma && (info.n / gn) % 8 != 0) continue;
+      info.tilings.push_back({gm, gn});
+    }
+    if (info.tilings.empty()) {
+      std::string what = std::to_string(groups) + (wgmma ? " warpgroups" : " warps");
+      Error(DiagnosticKind::SynthNoWarpTiling, op.span, what, std::to_string(info.m) + " x " + std::to_string(info.n),
+            atom);
+      errors_.back().notes.push_back({kernel_.span, "the kernel asks for " + std::to_string(threads) + " threads"});
+      ok = false;
+      continue;
+    }
+    if (wgmma) {
+      auto from_shared = [&](ValueId v) {
+        const tile::Value& val = V(v);
+        if (!val.def.valid()) return false;
+        const auto* r = std::get_if<tile::op::ToRegs>(&kernel_.Get(val.def).node);
+        return r && V(r->src).space == tile::Space::Shared;
+      };
+      info.a_from_shared = from_shared(mma->a);
+      info.b_from_shared = from_shared(mma->b);
+      if (!info.b_from_shared) {
+        Error(DiagnosticKind::SynthWgmmaOperand, op.span, "B");
+        errors_.back().notes.push_back({b.span, "B is computed here"});
+        ok = false;
+        continue;
+      }
+    }
+    mmas_.push_back(std::move(info));
+  }
+  // A `regs` result that only wgmma reads (as A or B) needs no Reg layout.
+  for (const MmaInfo& info : mmas_) {
+    const auto& mma = std::get<tile::op::Mma>(kernel_.Get(info.op).node);
+    for (auto [v, shared] : {std::pair{mma.a, info.a_from_shared}, std::pair{mma.b, info.b_from_shared}}) {
+      if (!shared) continue;
+      bool only = true;
+      for (OpId use : uses_[v.index]) {
+        const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node);
+        if (!m || m->acc == v) only = false;
+      }
+      if (only) wgmma_smem_operand_[v.index] = true;
+    }
+  }
+  return ok;
+}
+
+// Step 2's structure: which tiles share a layout (unions) and which take a slice of another's.
+void Synthesizer::BuildEdges() {
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    auto is_tile = [&](ValueId v) { return V(v).space == tile::Space::Reg; };
+    std::visit(
+        [&](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, tile::op::Map>) {
+            ValueId r = op.results[0];
+            const tile::Value& rv = V(r);
+            std::string who = "the elementwise `" + o.fn + "`";
+            for (ValueId a : o.args) {
+              if (!is_tile(a)) continue;
+              const tile::Value& av = V(a);
+              if (av.shape.size() == rv.shape.size() && ExtentOf(av).rows == ExtentOf(rv).rows &&
+                  ExtentOf(av).cols == ExtentOf(rv).cols) {
+                unions_.push_back({a, r, op.span, who});
+                continue;
+              }
+              Extent ea = ExtentOf(av), er = ExtentOf(rv);
+              SliceKeep keep = SliceKeep::None;
+              if (av.shape.size() == 1 && rv.shape.size() == 2)
+                keep = ea.rows == er.cols && ea.rows > 1 ? SliceKeep::Cols : SliceKeep::None;
+              else if (ea.rows == er.rows && ea.cols == 1)
+                keep = SliceKeep::Rows;
+              else if (ea.cols == er.cols && ea.rows == 1)
+                keep = SliceKeep::Cols;
+              slices_.push_back({a, r, keep, op.span, who + " (broadcasting " + Name(a) + ")"});
+            }
+          } else if constexpr (std::is_same_v<T, tile::op::Cast>) {
+            unions_.push_back({o.src, op.results[0], op.span, "`cast`"});
+          } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
+            unions_.push_back({o.src, op.results[0], op.span, "`expand`"});
+          } else if constexpr (std::is_same_v<T, tile::op::Reduce>) {
+            SliceKeep keep = V(o.src).shape.size() >= 2 ? SliceKeep::Rows : SliceKeep::None;
+            slices_.push_back({op.results[0], o.src, keep, op.span, "the reduction `" + o.fn + "`"});
+          } else if constexpr (std::is_same_v<T, tile::op::Mma>) {
+            unions_.push_back({o.acc, op.results[0], op.span, "`mma`"});
+          } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
+            std::string who = o.pipelined ? "the `pipeline`" : "the `loop`";
+            for (std::size_t i = 0; i < o.carried.size(); ++i) {
+              if (!is_tile(o.carried[i])) continue;
+              unions_.push_back({o.init[i], o.carried[i], op.span, who + " (its carried value)"});
+              unions_.push_back({o.yields[i], o.carried[i], op.span, who + " (its carried value)"});
+              unions_.push_back({op.results[i], o.carried[i], op.span, who + " (its result)"});
+            }
+          }
+        },
+        op.node);
+  }
+}
+
+void Synthesizer::EvaluatePins() {
+  for (std::size_t i = 0; i < kernel_.values.size(); ++i) {
+    const tile::Value& v = kernel_.values[i];
+    if (!v.pin) continue;
+    SourceManager sources;
+    Diagnostics diagnostics;
+    FileId file = sources.Add("<pin>", v.pin->text);
+    syntax::LayoutParse parsed = syntax::ParseLayoutExpression(sources, file, diagnostics);
+    auto fail = [&](const std::string& why) { Error(DiagnosticKind::SynthBadPin, v.pin->span, v.pin->text, why); };
+    if (!parsed.layout.valid()) {
+      fail(diagnostics.all().empty() ? "it does not parse" : diagnostics.all().front().message);
+      continue;
+    }
+    auto value = layout::Evaluate(parsed.ast, parsed.layout);
+    if (!value.ok()) {
+      fail(value.error());
+      continue;
+    }
+    Extent e = ExtentOf(v);
+    if (v.space == tile::Space::Reg) {
+      const auto* l = std::get_if<Layout>(&*value);
+      if (!l) {
+        fail("a register tile takes a thread-value layout, not " + layout::KindName(*value));
+        continue;
+      }
+      auto tv = layout::MakeTvLayout(*l, e.rows, e.cols);
+      if (!tv.ok()) {
+        fail(tv.error());
+        continue;
+      }
+      if (tv->threads() != kernel_.threads || !IsWellFormed(*tv)) {
+        fail("it has " + std::to_string(tv->threads()) + " threads and " + std::to_string(tv->values()) +
+             " values, which do not hold the " + std::to_string(e.rows * e.cols) + " elements once each over " +
+             std::to_string(kernel_.threads) + " threads");
+        continue;
+      }
+      reg_pins_[i] = Req{*tv, v.pin->span, "the pin", true, v.pin->text};
+    } else if (v.space == tile::Space::Shared) {
+      std::optional<SwizzledLayout> s;
+      if (const auto* l = std::get_if<Layout>(&*value)) s = SwizzledLayout(layout::Swizzle(), 0, *l);
+      if (const auto* sl = std::get_if<SwizzledLayout>(&*value)) s = *sl;
+      if (!s || s->size() != e.rows * e.cols) {
+        fail("a shared tile of " + std::to_string(e.rows * e.cols) + " elements takes a layout of that size");
+        continue;
+      }
+      shared_pins_[i] = SharedPin{*s};
+    }
+  }
+}
+
+// Steps 2 and 3 for one combination of tilings: layouts by unification, then instructions.
+std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict) {
+  std::size_t nv = kernel_.values.size();
+  Attempt at;
+  at.regs.assign(nv, std::nullopt);
+  at.values.assign(nv, ValueChoice{});
+  at.ops.assign(kernel_.ops.size(), OpChoice{});
+  at.candidates = 1;
+  std::vector<std::size_t> parent(nv);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::function<std::size_t(std::size_t)> find = [&](std::size_t x) {
+    return parent[x] == x ? x : parent[x] = find(parent[x]);
+  };
+  std::vector<std::optional<Req>> layout_of(nv);  // by root
+  bool failed = false;
+  auto conflict_at = [&](Span span, const std::string& who, const Req& x, const Req& y) {
+    if (failed) return;
+    failed = true;
+    Diagnostic d;
+    if (x.pinned || y.pinned) {
+      const Req& pin = x.pinned ? x : y;
+      const Req& other = x.pinned ? y : x;
+      d = MakeDiagnostic(DiagnosticKind::SynthPinConflict, other.span, pin.pin_text, layout::ToString(other.tv.layout),
+                         other.who);
+      d.notes.push_back(MakeNote(DiagnosticKind::NoteSynthPinned, pin.span, pin.pin_text));
+    } else {
+      d = MakeDiagnostic(DiagnosticKind::SynthLayoutConflict, span, who, layout::ToString(y.tv.layout), x.who,
+                         layout::ToString(x.tv.layout));
+      d.notes.push_back(MakeNote(DiagnosticKind::NoteSynthGives, x.span, x.who, layout::ToString(x.tv.layout)));
+      if (y.span.begin != span.begin || y.span.end != span.end)
+        d.notes.push_back(MakeNote(DiagnosticKind::NoteSynthGives, y.span, y.who, layout::ToString(y.tv.layout)));
+    }
+    conflict = std::move(d);
+  };
+  auto assign = [&](ValueId v, const Req& req) {
+    std::size_t r = find(v.index);
+    if (!layout_of[r]) {
+      layout_of[r] = req;
+    } else if (!SameElements(layout_of[r]->tv, req.tv)) {
+      conflict_at(req.span, req.who, *layout_of[r], req);
+    }
+  };
+
+  // Anchors: pins, then each mma's tiled atom.
+  for (std::size_t i = 0; i < nv; ++i)
+    if (reg_pins_[i]) assign(ValueId(static_cast<std::uint32_t>(i)), *reg_pins_[i]);
+  for (std::size_t i = 0; i < mmas_.size(); ++i) {
+    const MmaInfo& info = mmas_[i];
+    const tile::Op& op = kernel_.Get(info.op);
+    const auto& mma = std::get<tile::op::Mma>(op.node);
+    auto [gm, gn] = info.tilings[combo[i]];
+    std::string type(weft::Spelling(info.dtype));
+    if (target_ == Target::Sm80) {
+      auto atom = layout::FindAtom("mma.m16n8k16." + type);
+      WEFT_CHECK(atom.ok());
+      TvLayout c = TileMma(atom->Operand("C")->tv, Operand::C, info.m, info.n, info.k, gm, gn);
+      assign(mma.acc, Anchor(c, op.span, "`mma` (its accumulator)"));
+      assign(mma.a, Anchor(TileMma(atom->Operand("A")->tv, Operand::A, info.m, info.n, info.k, gm, gn), op.span,
+                           "`mma` (its A operand)"));
+      assign(mma.b, Anchor(TileMma(atom->Operand("B")->tv, Operand::B, info.m, info.n, info.k, gm, gn), op.span,
+                           "`mma` (its B operand)"));
+    } else {
+      std::int64_t ng = info.n / gn;
+      int n_inst = static_cast<int>(ng);
+      while (n_inst > 256 || ng % n_inst != 0 || n_inst % 8 != 0) n_inst -= 8;
+      auto atom = layout::FindAtom("wgmma.m64n" + std::to_string(n_inst) + "k16." + type);
+      WEFT_CHECK(atom.ok());
+      // The C atom covers 64 x n_inst; repeats along n are the tiling's value modes.
+      TvLayout c = TileMma(atom->Operand("C")->tv, Operand::C, info.m, info.n, info.k, gm, gn);
+      assign(mma.acc, Anchor(c, op.span, "`wgmma` (its accumulator)"));
+      if (!info.a_from_shared)
+        assign(mma.a, Anchor(TileMma(atom->Operand("A")->tv, Operand::A, info.m, info.n, info.k, gm, gn), op.span,
+                             "`wgmma` (its A operand, from registers)"));
+      OpChoice& oc = at.ops[info.op.index];
+      oc.mma_n = n_inst;
+    }
+  }
+  // Unions in program order: a conflict is reported where two layouts meet.
+  for (const UnionEdge& e : unions_) {
+    std::size_t ra = find(e.a.index), rb = find(e.b.index);
+    if (ra == rb) continue;
+    if (layout_of[ra] && layout_of[rb] && !SameElements(layout_of[ra]->tv, layout_of[rb]->tv))
+      conflict_at(e.span, e.who, *layout_of[ra], *layout_of[rb]);
+    parent[rb] = ra;
+    if (!layout_of[ra]) layout_of[ra] = layout_of[rb];
+  }
+  // Slices to a fixpoint; then a default layout for classes nothing anchors, and slices again.
+  auto run_slices = [&] {
+    for (bool changed = true; changed && !failed;) {
+      changed = false;
+      for (const SliceEdge& e : slices_) {
+        std::size_t rp = find(e.parent.index), rc = find(e.child.index);
+        if (!layout_of[rp]) continue;
+        auto s = Slice(layout_of[rp]->tv, e.keep);
+        if (!s.ok()) {
+          if (!failed) {
+            failed = true;
+            conflict = MakeDiagnostic(DiagnosticKind::SynthSlice, e.span, Name(e.child), s.error());
+          }
+          return;
+        }
+        Extent ce = ExtentOf(V(e.child));
+        s->rows = ce.rows, s->cols = ce.cols;  // a rank-1 slice of columns is n x 1 too
+        Req req{*s, e.span, e.who, false, ""};
+        if (!layout_of[rc]) {
+          layout_of[rc] = req;
+          changed = true;
+        } else if (!SameElements(layout_of[rc]->tv, s.value())) {
+          conflict_at(e.span, e.who, *layout_of[rc], req);
+          return;
+        }
+      }
+    }
+  };
+  run_slices();
+  for (OpId id : order_) {
+    for (ValueId r : kernel_.Get(id).results) {
+      const tile::Value& v = V(r);
+      if (v.space != tile::Space::Reg || wgmma_smem_operand_[r.index] || layout_of[find(r.index)]) continue;
+      Extent e = ExtentOf(v);
+      std::int64_t t = kernel_.threads;
+      std::int64_t tc = std::gcd(e.cols, t), tr = std::gcd(e.rows, t / tc), rest = t / (tc * tr);
+      Layout l = TvOf({{tc, e.rows}, {tr, 1}, {rest, 0}}, {{e.rows / tr, tr}, {e.cols / tc, tc * e.rows}});
+      layout_of[find(r.index)] = Anchor(TvLayout{l, e.rows, e.cols}, kernel_.Get(id).span, "the default row layout");
+      run_slices();
+    }
+  }
+  if (failed) return std::nullopt;
+  for (std::size_t i = 0; i < nv; ++i) {
+    if (kernel_.values[i].space != tile::Space::Reg || wgmma_smem_operand_[i]) continue;
+    if (layout_of[find(i)]) {
+      TvLayout tv = layout_of[find(i)]->tv;
+      Extent e = ExtentOf(kernel_.values[i]);
+      tv.rows = e.rows, tv.cols = e.cols;
+      at.regs[i] = tv;
+      at.values[i].regs = tv;
+      at.values[i].pinned = reg_pins_[i].has_value();
+      at.values[i].registers = static_cast<int>((tv.values() * ElementBytes(kernel_.values[i].dtype) + 3) / 4);
+    }
+  }
+
+  // Step 3: instructions.
+  std::int64_t warps = kernel_.threads / 32;
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    OpChoice& oc = at.ops[id.index];
+    std::visit(
+        [&](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, tile::op::ToRegs>) {
+            ValueId r = op.results[0];
+            if (wgmma_smem_operand_[r.index]) {
+              oc.instruction = "none: wgmma reads it from shared memory";
+              at.values[r.index].mma_operand = o.src.index;
+              return;
+            }
+            if (!at.regs[r.index]) return;
+            const TvLayout& reg = *at.regs[r.index];
+            int eb = ElementBytes(V(r).dtype);
+            if (eb == 2) {
+              for (int count : {4, 2, 1}) {
+                for (bool trans : {false, true}) {
+                  if (auto p = FitLdmatrix(reg, count, trans)) {
+                    oc.instruction = "ldmatrix.x" + std::to_string(count) + (trans ? ".trans" : "");
+                    oc.copy = p->copy;
+                    oc.vector_bytes = 16;
+                    oc.instructions_per_thread = p->instructions;
+                    oc.bytes = ExtentOf(V(r)).rows * ExtentOf(V(r)).cols * eb;
+                    return;
+                  }
+                }
+              }
+            }
+            VectorPlan p = FitVector(reg, eb);
+            const char* names[] = {"ld.shared.b8", "ld.shared.b16", "ld.shared.b32", "ld.shared.v2.b32",
+                                   "ld.shared.v4.b32"};
+            oc.instruction = names[Log2(p.bytes)];
+            oc.copy = p.copy;
+            oc.vector_bytes = p.bytes;
+            oc.instructions_per_thread = p.copy.values();
+            oc.bytes = ExtentOf(V(r)).rows * ExtentOf(V(r)).cols * eb;
+          } else if constexpr (std::is_same_v<T, tile::op::Store>) {
+            const tile::Value& src = V(o.src);
+            if (!at.regs[o.src.index]) return;
+            int eb = ElementBytes(src.dtype);
+            VectorPlan p = FitVector(*at.regs[o.src.index], eb);
+            const char* names[] = {"st.global.b8", "st.global.b16", "st.global.b32", "st.global.v2.b32",
+                                   "st.global.v4.b32"};
+            oc.instruction = names[Log2(p.bytes)];
+            oc.copy = p.copy;
+            oc.vector_bytes = p.bytes;
+            oc.instructions_per_thread = p.copy.values();
+            oc.bytes = ExtentOf(src).rows * ExtentOf(src).cols * eb;
+          } else if constexpr (std::is_same_v<T, tile::op::Mma>) {
+            for (std::size_t i = 0; i < mmas_.size(); ++i) {
+              if (mmas_[i].op != id) continue;
+              const MmaInfo& info = mmas_[i];
+              auto [gm, gn] = info.tilings[combo[i]];
+              oc.warps_m = gm, oc.warps_n = gn;
+              std::string type(weft::Spelling(info.dtype));
+              if (target_ == Target::Sm80) {
+                oc.instruction = "mma.m16n8k16." + type;
+                oc.instructions_per_thread = (info.m / gm / 16) * (info.n / gn / 8) * (info.k / 16);
+              } else {
+                oc.instruction = "wgmma.m64n" + std::to_string(oc.mma_n) + "k16." + type;
+                oc.a_from_shared = info.a_from_shared;
+                oc.b_mn_major = true;
+                oc.instructions_per_thread = (info.m / gm / 64) * (info.n / gn / oc.mma_n) * (info.k / 16);
+              }
+            }
+          } else if constexpr (std::is_same_v<T, tile::op::Reduce>) {
+            if (!at.regs[o.src.index] || !at.regs[op.results[0].index]) return;
+            const TvLayout& src = *at.regs[o.src.index];
+            const TvLayout& res = *at.regs[op.results[0].index];
+            std::int64_t row = src.At(0, 0).row;
+            auto holds = [&](std::int64_t t) {
+              for (std::int64_t v = 0; v < src.values(); ++v)
+                if (src.At(t, v).row == row) return true;
+              return false;
+            };
+            int lanes = 0, holders = 0;
+            for (std::int64_t t = 0; t < src.threads(); ++t) {
+              if (!holds(t)) continue;
+              if (t < 32) ++lanes;
+              ++holders;
+            }
+            int warps_sharing = (holders + lanes - 1) / std::max(1, lanes);
+            oc.shuffles = Log2(std::max(1, lanes));
+            oc.shared_trip = warps_sharing > 1;
+            oc.instruction = "shfl.bfly x" + std::to_string(oc.shuffles);
+            oc.instructions_per_thread = (src.values() - res.values()) + res.values() * oc.shuffles;
+            if (oc.shared_trip) {
+              oc.instructions_per_thread += 2 * res.values() + 1;
+              oc.note = "a row spans " + std::to_string(warps_sharing) +
+                        " warps: their partial results meet in shared memory (st.shared, bar.sync, ld.shared)";
+            }
+          } else if constexpr (std::is_same_v<T, tile::op::Map> || std::is_same_v<T, tile::op::Cast> ||
+                               std::is_same_v<T, tile::op::Fill> || std::is_same_v<T, tile::op::Iota>) {
+            if (!at.regs[op.results[0].index]) return;
+            oc.instruction = std::is_same_v<T, tile::op::Cast>   ? "cvt"
+                             : std::is_same_v<T, tile::op::Fill> ? "mov"
+                             : std::is_same_v<T, tile::op::Iota> ? "mov (iota)"
+                                                                 : "elementwise";
+            oc.instructions_per_thread = at.regs[op.results[0].index]->values();
+          } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
+            oc.instruction = "none: the same registers";
+          } else if constexpr (std::is_same_v<T, tile::op::Convert>) {
+            const auto& a = at.regs[o.src.index];
+            const auto& b = at.regs[op.results[0].index];
+            if (a && b && SameElements(*a, *b)) {
+              oc.instruction = "none: the layouts agree";
+            } else if (b) {
+              oc.instruction = "st.shared + bar.sync + ld.shared";
+              oc.instructions_per_thread = 2 * b->values() + 1;
+            }
+          } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
+            oc.instruction = o.pipelined ? "pipeline" : "loop";
+          } else if constexpr (std::is_same_v<T, tile::op::View>) {
+            oc.instruction = "none: a view";
+          } else if constexpr (std::is_same_v<T, tile::op::ToShared>) {
+            // chosen with the shared layout below
+          } else {
+            oc.instruction = "scalar";
+          }
+        },
+        op.node);
+    at.instructions += oc.instructions_per_thread * warps;
+  }
+  // Shared tiles: each one's layout and copy, searched over its candidates.
+  for (OpId id : order_)
+    for (ValueId r : kernel_.Get(id).results)
+      if (V(r).space == tile::Space::Shared && !ChooseShared(at, r)) return std::nullopt;
+  return at;
+}
+
+// The shared layout of one tile: every candidate (swizzles on sm_80, TMA swizzle modes on sm_90a)
+// costed by the exact wavefronts of its cp.async writes and its readers' ldmatrix/ld.shared reads.
+bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
+  const tile::Value& sv = V(s);
+  Extent e = ExtentOf(sv);
+  int eb = ElementBytes(sv.dtype);
+  OpId writer = sv.def;
+  std::int64_t warps = kernel_.threads / 32;
+  OpChoice* write = writer.valid() ? &at.ops[writer.index] : nullptr;
+  std::vector<OpId> readers;
+  for (OpId use : uses_[s.index])
+    if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) readers.push_back(use);
+  bool wgmma_a = false, wgmma_b = false;
+  for (OpId r : readers) {
+    ValueId rv = kernel_.Get(r).results[0];
+    for (OpId use : uses_[rv.index]) {
+      if (const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node); m && target_ == Target::Sm90a) {
+        if (m->a == rv) wgmma_a = true;
+        if (m->b == rv) wgmma_b = true;
+      }
+    }
+  }
+  bool tma = target_ == Target::Sm90a && write != nullptr;
+
+  struct Candidate {
+    SwizzledLayout layout;
+    layout::SwizzleMode mode = layout::SwizzleMode::kNone;
+    std::int64_t box_cols = 0;
+  };
+  std::vector<Candidate> candidates;
+  Layout row_major(IntTuple::Tuple({e.rows, e.cols}), IntTuple::Tuple({e.cols, std::int64_t{1}}));
+  if (shared_pins_[s.index]) {
+    candidates.push_back({shared_pins_[s.index]->layout});
+  } else if (!tma) {
+    int m = Log2(std::max(1, 16 / eb));
+    int bits = Log2(e.rows * e.cols);
+    candidates.push_back({SwizzledLayout(layout::Swizzle(0, m, 3), 0, row_major)});
+    for (int b = 1; b <= 3; ++b)
+      for (int sh = std::max(b, 3); sh <= 5; ++sh)
+        if (m + sh + b <= bits) candidates.push_back({SwizzledLayout(layout::Swizzle(b, m, sh), 0, row_major)});
+  } else {
+    for (auto mode : {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B,
+                      layout::SwizzleMode::kNone}) {
+      std::int64_t span = mode == layout::SwizzleMode::k128B  ? 128
+                          : mode == layout::SwizzleMode::k64B ? 64
+                          : mode == layout::SwizzleMode::k32B ? 32
+                                                              : 0;
+      if ((wgmma_a || wgmma_b) && span == 0) continue;  // wgmma's no-swizzle layout is 8x8 core matrices
+      std::int64_t wb = span ? span / eb : std::min<std::int64_t>(e.cols, 256);
+      if (e.cols % wb != 0 || (span && e.rows % 8 != 0) || e.rows > 256) continue;
+      auto sw = layout::SwizzleFor(mode, eb);
+      if (!sw.ok()) continue;
+      // Boxes of rows x wb, each row-major, one after another.
+      Layout l(IntTuple::Tuple({e.rows, IntTuple::Tuple({wb, e.cols / wb})}),
+               IntTuple::Tuple({wb, IntTuple::Tuple({std::int64_t{1}, e.rows * wb})}));
+      SwizzledLayout tile(*sw, 0, l);
+      if (wgmma_a && !layout::GmmaDescriptorFor(tile, mode, layout::Major::kK, eb).ok()) continue;
+      if (wgmma_b) {
+        Layout swapped(IntTuple::Tuple({l.shape()[1], l.shape()[0]}), IntTuple::Tuple({l.stride()[1], l.stride()[0]}));
+        if (!layout::GmmaDescriptorFor(SwizzledLayout(*sw, 0, swapped), mode, layout::Major::kMN, eb).ok()) continue;
+      }
+      layout::TmaBox box;
+      box.global_dims = {e.cols, e.rows};
+      box.global_strides_bytes = {e.cols * eb};
+      box.box_dims = {wb, e.rows};
+      box.element_bytes = eb;
+      box.swizzle = mode;
+      if (!layout::CheckTmaBox(box).ok()) continue;
+      candidates.push_back({tile, mode, wb});
+    }
+  }
+  if (candidates.empty()) {
+    Error(DiagnosticKind::SynthCopy, writer.valid() ? kernel_.Get(writer).span : sv.span,
+          "`" + ShapeText(sv) + "` fits no " + std::string(tma ? "TMA box" : "shared layout"),
+          tma ? "a TMA box is at most 256 x 256 elements, with rows a multiple of 16 bytes; split the tile"
+              : "use a larger tile");
+    if (!readers.empty()) errors_.back().notes.push_back({kernel_.Get(readers.front()).span, "the tile is read here"});
+    return false;
+  }
+
+  // The writer's copy (sm_80): 16-byte cp.async vectors, coalesced along the last axis.
+  std::optional<TvLayout> write_copy;
+  int write_bytes = 0;
+  if (write != nullptr && !tma) {
+    for (int bytes : {16, 8, 4}) {
+      std::int64_t n = bytes / eb;
+      if (n < 1 || e.cols % n != 0) continue;
+      std::int64_t chunks = e.cols / n, t = kernel_.threads;
+      std::int64_t tc = std::gcd(chunks, t), tr = std::gcd(e.rows, t / tc), rest = t / (tc * tr);
+      Layout l = TvOf({{tc, n * e.rows}, {tr, 1}, {rest, 0}}, {{e.rows / tr, tr}, {chunks / tc, tc * n * e.rows}});
+      write_copy = TvLayout{l, e.rows, e.cols};
+      write_bytes = bytes;
+      break;
+    }
+    if (!write_copy) {
+      Error(DiagnosticKind::SynthCopy, kernel_.Get(writer).span,
+            "a row of `" + ShapeText(sv) + "` is " + std::to_string(e.cols * eb) + " bytes",
+            "cp.async moves 4, 8 or 16 bytes: make the last axis a multiple of 4 bytes");
+      return false;
+    }
+  }
+
+  struct Scored {
+    std::int64_t wavefronts = 0;
+    std::vector<std::pair<OpId, Access>> accesses;
+  };
+  std::optional<Scored> best;
+  std::size_t best_index = 0;
+  for (std::size_t ci = 0; ci < candidates.size(); ++ci) {
+    const Candidate& c = candidates[ci];
+    ++at.candidates;
+    Scored sc;
+    bool ok = true;
+    if (write_copy) {
+      auto w = CountCopyConflicts(*write_copy, c.layout, eb, write_bytes);
+      if (!w.ok()) continue;
+      sc.wavefronts += w->wavefronts;
+      sc.accesses.push_back({writer, Access{"cp.async writes of " + Name(s), *w}});
+    }
+    for (OpId r : readers) {
+      const OpChoice& rc = at.ops[r.index];
+      if (!rc.copy) continue;
+      int active = 32;
+      if (rc.instruction.rfind("ldmatrix.x", 0) == 0) active = 8 * (rc.instruction[10] - '0');
+      auto rd = CountCopyConflicts(*rc.copy, c.layout, eb, rc.vector_bytes, active);
+      if (!rd.ok()) {
+        ok = false;
+        break;
+      }
+      sc.wavefronts += rd->wavefronts;
+      std::string what = rc.instruction.substr(0, rc.instruction.find('.', 3)) + " reads of " + Name(s);
+      if (rc.instruction.rfind("ldmatrix", 0) == 0) what = "ldmatrix reads of " + Name(s);
+      sc.accesses.push_back({r, Access{what, *rd}});
+    }
+    if (!ok) continue;
+    if (tma) sc.wavefronts += e.cols / c.box_cols;  // TMA instructions
+    if (!best || sc.wavefronts < best->wavefronts) {
+      best = sc;
+      best_index = ci;
+    }
+  }
+  if (!best) {
+    Error(DiagnosticKind::SynthCopy, writer.valid() ? kernel_.Get(writer).span : sv.span,
+          "every candidate layout of `" + ShapeText(sv) + "` misaligns a vector",
+          "pin a layout that keeps rows of 16 bytes");
+    return false;
+  }
+  const Candidate& c = candidates[best_index];
+  ValueChoice& vc = at.values[s.index];
+  vc.shared = c.layout;
+  vc.swizzle_mode = c.mode;
+  vc.pinned = shared_pins_[s.index].has_value();
+  std::int64_t align = c.mode == layout::SwizzleMode::k128B ? 1024 : 128;
+  vc.stage_bytes = (e.rows * e.cols * eb + align - 1) / align * align;
+  at.wavefronts += best->wavefronts;
+  for (auto& [op, access] : best->accesses) at.ops[op.index].accesses.push_back(access);
+  if (write != nullptr) {
+    write->bytes = e.rows * e.cols * eb;
+    if (tma) {
+      layout::TmaBox box;
+      const tile::Value& view = V(std::get<tile::op::ToShared>(kernel_.Get(writer).node).src);
+      ValueId tensor = view.def.valid() ? std::get<tile::op::View>(kernel_.Get(view.def).node).tensor : ValueId();
+      const tile::Value& tv = tensor.valid() ? V(tensor) : view;
+      // Innermost first; symbolic extents and strides stay 0 (the runtime fills them in).
+      std::int64_t stride = eb;
+      for (std::size_t i = tv.shape.size(); i-- > 0;) {
+        std::int64_t d = Const(tv.shape[i]);
+        box.global_dims.push_back(std::max<std::int64_t>(d, 0));
+        if (i + 1 < tv.shape.size()) box.global_strides_bytes.push_back(stride > 0 ? stride : 0);
+        stride = (d > 0 && stride > 0) ? stride * d : 0;
+      }
+      box.box_dims = {c.box_cols, e.rows};
+      while (box.box_dims.size() < box.global_dims.size()) box.box_dims.push_back(1);
+      box.element_bytes = eb;
+      box.swizzle = c.mode;
+      write->tma = box;
+      write->tma_boxes = static_cast<int>(e.cols / c.box_cols);
+      write->instruction = "tma." + std::to_string(std::max<std::size_t>(2, tv.shape.size())) + "d";
+      write->instructions_per_thread = write->tma_boxes;  // issued by one thread
+      write->note = std::to_string(write->tma_boxes) + " box" + (write->tma_boxes > 1 ? "es" : "") + " of " +
+                    std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
+    } else {
+      write->copy = write_copy;
+      write->vector_bytes = write_bytes;
+      write->instruction = write_bytes == 16 ? "cp.async.cg.16" : "cp.async.ca." + std::to_string(write_bytes);
+      write->instructions_per_thread = write_copy->values();
+      at.instructions += write->instructions_per_thread * warps;
+    }
+  }
+  return true;
+}
+
+// Stages within the shared-memory budget, offsets, descriptors, registers, and the plan's summary.
+void Synthesizer::Finish(Attempt& at, Plan& plan) {
+  int default_stages = options_.stages.value_or(target_ == Target::Sm80 ? 3 : 4);
+  std::vector<ValueId> shared;
+  for (OpId id : order_)
+    for (ValueId r : kernel_.Get(id).results)
+      if (V(r).space == tile::Space::Shared) shared.push_back(r);
+  std::int64_t scratch = 0;
+  for (OpId id : order_)
+    if (at.ops[id.index].shared_trip) {
+      const tile::Op& op = kernel_.Get(id);
+      scratch += ExtentOf(V(op.results[0])).rows * (kernel_.threads / 32) * 4;
+    }
+  auto total = [&](int stages) {
+    std::int64_t offset = 0;
+    for (ValueId s : shared) {
+      ValueChoice& vc = at.values[s.index];
+      std::int64_t align = vc.swizzle_mode == layout::SwizzleMode::k128B ? 1024 : 128;
+      offset = (offset + align - 1) / align * align;
+      vc.shared_offset = offset;
+      vc.stages = loop_of_[V(s).def.index].valid() ? stages : 1;
+      offset += vc.stage_bytes * vc.stages;
+    }
+    return offset + scratch;
+  };
+  int stages = default_stages;
+  while (stages > 1 && total(stages) > SharedBudget(target_)) --stages;
+  std::int64_t bytes = total(stages);
+  bool pipelined = false;
+  for (ValueId s : shared) pipelined |= at.values[s.index].stages > 1 || loop_of_[V(s).def.index].valid();
+  if (stages != default_stages && pipelined)
+    plan.notes.push_back("pipeline stages reduced from " + std::to_string(default_stages) + " to " +
+                         std::to_string(stages) + ": " + std::to_string(default_stages) + " would need " +
+                         std::to_string(total(default_stages)) + " bytes of shared memory");
+  bytes = total(stages);
+  if (bytes > SharedBudget(target_)) {
+    ValueId largest = shared.front();
+    for (ValueId s : shared)
+      if (at.values[s.index].stage_bytes > at.values[largest.index].stage_bytes) largest = s;
+    Span where = V(largest).def.valid() ? kernel_.Get(V(largest).def).span : V(largest).span;
+    Error(DiagnosticKind::SynthSharedBudget, where, bytes, stages == 1 ? "1 stage" : std::to_string(stages) + " stages",
+          Spelling(target_), SharedBudget(target_));
+    errors_.back().notes.push_back(
+        {where, "this tile takes " + std::to_string(at.values[largest.index].stage_bytes) + " bytes a stage"});
+    int shown = 0;
+    for (ValueId s : shared) {
+      if (s == largest || shown++ == 2) continue;
+      Span other = V(s).def.valid() ? kernel_.Get(V(s).def).span : V(s).span;
+      errors_.back().notes.push_back(
+          {other, "with this one, " + std::to_string(at.values[s.index].stage_bytes) + " bytes a stage"});
+    }
+    return;
+  }
+  if (pipelined) plan.notes.push_back(std::to_string(stages) + " pipeline stages");
+  plan.shared_bytes = bytes;
+
+  // wgmma descriptors (start 0; see plan.h).
+  for (const MmaInfo& info : mmas_) {
+    if (target_ != Target::Sm90a) break;
+    const auto& mma = std::get<tile::op::Mma>(kernel_.Get(info.op).node);
+    OpChoice& oc = at.ops[info.op.index];
+    int eb = ElementBytes(info.dtype);
+    auto shared_of = [&](ValueId v) { return std::get<tile::op::ToRegs>(kernel_.Get(V(v).def).node).src; };
+    if (info.a_from_shared) {
+      const ValueChoice& vc = at.values[shared_of(mma.a).index];
+      auto d = layout::GmmaDescriptorFor(*vc.shared, vc.swizzle_mode, layout::Major::kK, eb);
+      if (d.ok()) oc.desc_a = *d;
+    }
+    const ValueChoice& vb = at.values[shared_of(mma.b).index];
+    const Layout& l = vb.shared->layout();
+    Layout swapped(IntTuple::Tuple({l.shape()[1], l.shape()[0]}), IntTuple::Tuple({l.stride()[1], l.stride()[0]}));
+    auto d = layout::GmmaDescriptorFor(SwizzledLayout(vb.shared->swizzle(), 0, swapped), vb.swizzle_mode,
+                                       layout::Major::kMN, eb);
+    if (d.ok()) oc.desc_b = *d;
+  }
+
+  // Registers: the most any op needs while it runs: its Reg results and operands, with an mma's A and
+  // B counted as two k16 steps of fragments (loaded step by step) and its accumulator once; inside a
+  // loop, also the carried tiles and the tiles defined before the loop that its body reads; plus 16
+  // for addresses and indices. An estimate: codegen's allocation decides.
+  auto regs_of = [&](ValueId v) -> std::int64_t {
+    return V(v).space == tile::Space::Reg ? at.values[v.index].registers : 0;
+  };
+  std::vector<std::int64_t> live_in(kernel_.ops.size(), 0);  // per loop
+  std::vector<std::vector<bool>> live_values(kernel_.ops.size());
+  for (OpId id : order_) {
+    const auto* l = std::get_if<tile::op::Loop>(&kernel_.Get(id).node);
+    if (!l) continue;
+    std::vector<bool> seen(kernel_.values.size(), false);
+    std::vector<bool> inside(kernel_.ops.size(), false);
+    std::function<void(const std::vector<OpId>&)> mark = [&](const std::vector<OpId>& body) {
+      for (OpId o : body) {
+        inside[o.index] = true;
+        if (const auto* nested = std::get_if<tile::op::Loop>(&kernel_.Get(o).node)) mark(nested->body);
+      }
+    };
+    mark(l->body);
+    std::int64_t base = 0;
+    for (ValueId c : l->carried) base += regs_of(c), seen[c.index] = true;
+    for (OpId o : order_) {
+      if (!inside[o.index]) continue;
+      for (ValueId v : Operands(kernel_.Get(o).node)) {
+        const tile::Value& val = V(v);
+        if (seen[v.index] || (val.def.valid() && inside[val.def.index])) continue;
+        bool carried = std::find(l->carried.begin(), l->carried.end(), v) != l->carried.end();
+        if (carried) continue;
+        seen[v.index] = true;
+        base += regs_of(v);
+      }
+    }
+    live_in[id.index] = base;
+    live_values[id.index] = seen;
+  }
+  std::int64_t most = 0;
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    if (std::holds_alternative<tile::op::Loop>(op.node)) continue;
+    std::int64_t need = 0;
+    for (OpId l = enclosing_[id.index]; l.valid(); l = enclosing_[l.index]) need += live_in[l.index];
+    std::vector<ValueId> counted;
+    auto add = [&](ValueId v) {
+      if (std::find(counted.begin(), counted.end(), v) != counted.end()) return;
+      for (OpId l = enclosing_[id.index]; l.valid(); l = enclosing_[l.index])
+        if (live_values[l.index][v.index]) return;
+      counted.push_back(v);
+      need += regs_of(v);
+    };
+    if (const auto* m = std::get_if<tile::op::Mma>(&op.node)) {
+      std::int64_t steps = std::max<std::int64_t>(1, ExtentOf(V(m->a)).cols / 16);
+      for (ValueId v : {m->a, m->b}) need += 2 * regs_of(v) / steps;
+      add(m->acc);
+    } else {
+      for (ValueId v : Operands(op.node)) add(v);
+      for (ValueId r : op.results) add(r);
+    }
+    most = std::max(most, need);
+  }
+  plan.registers_per_thread = static_cast<int>(most + 16);
+  if (plan.registers_per_thread > RegisterBudget(target_)) {
+    Error(DiagnosticKind::SynthRegisterBudget, kernel_.span, plan.registers_per_thread, Spelling(target_),
+          RegisterBudget(target_));
+    ValueId largest;
+    for (OpId id : order_)
+      for (ValueId r : kernel_.Get(id).results)
+        if (V(r).space == tile::Space::Reg && (!largest.valid() || regs_of(r) > regs_of(largest))) largest = r;
+    if (largest.valid())
+      errors_.back().notes.push_back(
+          {kernel_.Get(V(largest).def).span, "the largest register tile, `" + ShapeText(V(largest)) + "`, takes " +
+                                                 std::to_string(regs_of(largest)) + " registers a thread here"});
+  }
+}
+
+Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
+  auto start = std::chrono::steady_clock::now();
+  std::size_t nv = kernel_.values.size();
+  loop_of_.assign(kernel_.ops.size(), OpId());
+  uses_.assign(nv, {});
+  reg_pins_.assign(nv, std::nullopt);
+  shared_pins_.assign(nv, std::nullopt);
+  wgmma_smem_operand_.assign(nv, false);
+  if (kernel_.threads <= 0 || kernel_.threads % 32 != 0) {
+    Error(DiagnosticKind::SynthThreads, kernel_.span, kernel_.threads, "warps of 32 threads");
+    return errors_;
+  }
+  enclosing_.assign(kernel_.ops.size(), OpId());
+  Walk(kernel_.body, OpId(), OpId());
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    for (ValueId r : op.results) {
+      const tile::Value& v = V(r);
+      if ((v.space == tile::Space::Reg || v.space == tile::Space::Shared) &&
+          (v.shape.size() > 2 || ExtentOf(v).rows < 1 || ExtentOf(v).cols < 1))
+        Error(DiagnosticKind::SynthUnsupported, op.span,
+              "tiles of rank " + std::to_string(v.shape.size()) + " or with symbolic extents (`" + ShapeText(v) + "`)");
+    }
+  }
+  if (!errors_.empty()) return errors_;
+  CheckMmas();
+  EvaluatePins();
+  if (!errors_.empty()) return errors_;
+  BuildEdges();
+
+  // Step 4: every combination of tilings (a mixed-radix counter), in a fixed order.
+  std::vector<int> combo(mmas_.size(), 0);
+  std::optional<Attempt> best;
+  std::optional<Diagnostic> first_conflict;
+  std::int64_t candidates = 0;
+  for (;;) {
+    std::optional<Diagnostic> conflict;
+    std::optional<Attempt> a = Evaluate(combo, conflict);
+    if (!errors_.empty()) return errors_;
+    if (a) {
+      candidates += a->candidates;
+      if (!best || a->cost() < best->cost()) best = std::move(a);
+    } else {
+      ++candidates;
+      if (!first_conflict) first_conflict = std::move(conflict);
+    }
+    std::size_t i = 0;
+    while (i < combo.size() && ++combo[i] == static_cast<int>(mmas_[i].tilings.size())) combo[i++] = 0;
+    if (i == combo.size()) break;
+  }
+  if (!best) {
+    errors_.push_back(first_conflict ? *first_conflict
+                                     : MakeDiagnostic(DiagnosticKind::SynthUnsupported, kernel_.span,
+                                                      "this kernel: no combination of layouts works"));
+    return errors_;
+  }
+  Plan plan;
+  plan.kernel = kernel_.name;
+  plan.target = target_;
+  plan.threads = kernel_.threads;
+  Finish(*best, plan);
+  if (!errors_.empty()) return errors_;
+  plan.values = std::move(best->values);
+  plan.ops = std::move(best->ops);
+  plan.candidates = candidates;
+  plan.cost = best->cost();
+  plan.objective = "shared-memory wavefronts + warp instructions per execution: " + std::to_string(best->wavefronts) +
+                   " + " + std::to_string(best->instructions) + " = " + std::to_string(best->cost());
+  plan.optimal = true;
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+}  // namespace
+
+Result<Plan, std::vector<Diagnostic>> Synthesize(const tile::Kernel& kernel, Target target, const Options& options) {
+  return Synthesizer(kernel, target, options).Run();
+}
+
+}  // namespace weft::synth
