@@ -11,7 +11,7 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 
-.PHONY: editors-deps editors-npm editors-test editor-screenshot vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp format format-check clean
+.PHONY: editors-deps editors-npm editors-test editor-screenshot vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp bench-synth format format-check clean
 
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -101,6 +101,10 @@ bench-check: build-release
 
 bench-interp: build-release
 	bench/interp/run.sh
+
+# Layout synthesis's time per kernel and target (gemm, attention; release build; goal < 1 s).
+bench-synth: build-release
+	bench/synth/run.sh
 
 # The language server's latency: an edit to its diagnostics, a hover (generated 2,000-line program).
 bench-lsp: build-release

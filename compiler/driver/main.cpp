@@ -14,6 +14,7 @@
 #include "base/stack.h"
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "driver/explain_command.h"
 #include "driver/layout_command.h"
 #include "driver/options.h"
 #include "driver/repl.h"
@@ -172,6 +173,8 @@ ExitCode Main(int argc, char** argv) {
       return static_cast<ExitCode>(driver::RunLayout(*options, std::cout, std::cerr));
     case driver::Command::Repl:
       return static_cast<ExitCode>(driver::RunRepl(*options));
+    case driver::Command::Explain:
+      return static_cast<ExitCode>(driver::RunExplain(*options, std::cout, std::cerr));
     case driver::Command::Lsp:
       return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, DefaultCheckOptions()));
     case driver::Command::Help:

@@ -55,6 +55,17 @@ constexpr CommandInfo kCommands[] = {
      "and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal; otherwise\n"
      "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"explain", Command::Explain, "show the layouts and instructions synthesized for each kernel of FILE",
+     "usage: weft explain FILE [--kernel NAME] [--target sm_80|sm_90a] [--no-timings]\n"
+     "\n"
+     "Checks FILE, lowers each kernel to the tile IR and synthesizes its layouts and instructions for\n"
+     "the target (docs/synthesis.md). Prints, per kernel, the block size, shared memory, estimated\n"
+     "registers and how the choice was made; per tile, its shape, space, layout in CuTe notation,\n"
+     "swizzle, the instructions that make and move it, bank conflicts per access and bytes moved.\n"
+     "  --kernel NAME     only this kernel\n"
+     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
+     "  --no-timings      leave out the solver's time (for golden tests)\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"lsp", Command::Lsp, "a language server for editors (the Language Server Protocol, on stdin and stdout)",
      "usage: weft lsp\n"
      "\n"
@@ -168,6 +179,12 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
         error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
         return std::nullopt;
       }
+    } else if (options.command == Command::Explain && TakeValue(args, i, "kernel", value)) {
+      options.kernel = value;
+    } else if (options.command == Command::Explain && TakeValue(args, i, "target", value)) {
+      options.target = value;
+    } else if (options.command == Command::Explain && args[i] == "--no-timings") {
+      options.timings = false;
     } else if (TakeValue(args, i, "color", value)) {
       if (value == "auto") {
         options.color = ColorMode::Auto;

@@ -10,7 +10,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Explain };
 
 enum class Emit { Types, Core, Tile, Ast, AstSexp };
 
@@ -27,6 +27,10 @@ struct Options {
   // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter.
   std::vector<std::string> program_args;
   bool cpu = false;
+  // `weft explain`: the kernel (all when empty), the target, and whether to print the solver's time.
+  std::string kernel;
+  std::string target = "sm_80";
+  bool timings = true;
 };
 
 // Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.

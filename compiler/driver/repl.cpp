@@ -22,6 +22,9 @@
 #include "interp/interpreter.h"
 #include "syntax/lexer.h"
 #include "syntax/parser.h"
+#include "synth/explain.h"
+#include "synth/synthesize.h"
+#include "tile/lower.h"
 
 namespace weft::driver {
 namespace {
@@ -122,6 +125,7 @@ constexpr CommandInfo kReplCommands[] = {
     {"reload", "", "load the files again, then redo the definitions made here"},
     {"browse", "", "the definitions in scope (loaded, imported, made here), with types"},
     {"layout", "[--table] [--grid] EXPR", "evaluate a layout-algebra expression as `weft layout` does"},
+    {"explain", "NAME [sm_80|sm_90a]", "kernel NAME's layouts and instructions, as `weft explain` shows them"},
     {"help", "", "this text"},
     {"quit", "", "end the session (so does the end of input, Ctrl-D)"},
     {"!", "COMMAND", "run a shell command"},
@@ -566,6 +570,8 @@ struct Repl::State {
       Browse();
     } else if (which == "layout") {
       Layout(rest);
+    } else if (which == "explain") {
+      Explain(rest);
     } else if (which == "!") {
       out.flush();
       err.flush();
@@ -607,6 +613,51 @@ struct Repl::State {
     core::TypeRef type = session->vars().Resolve(defs.front().scheme.type);
     const auto& function = std::get<core::FunctionType>(type->node);
     out << OneLine(text) << " : " << TypeText(function.result) << "\n";
+  }
+
+  // `:explain NAME [TARGET]`: lowers kernel NAME (loaded or defined here) to the tile IR and prints
+  // its synthesized plan (synth/explain.h), or the errors that say why there is none.
+  void Explain(std::string_view rest) {
+    std::vector<std::string> words;
+    for (std::size_t i = 0; i < rest.size();) {
+      std::size_t end = rest.find_first_of(" \t", i);
+      if (end == std::string_view::npos) end = rest.size();
+      if (end > i) words.emplace_back(rest.substr(i, end - i));
+      i = end + 1;
+    }
+    synth::ExplainOptions options;
+    options.sources = &sources;
+    std::string name, target_text = "sm_80";
+    for (const std::string& w : words) {
+      if (w == "--no-timings")
+        options.timings = false;
+      else if (name.empty())
+        name = w;
+      else
+        target_text = w;
+    }
+    auto target = synth::ParseTarget(target_text);
+    if (!target) {
+      Error("unknown target `" + target_text + "`; expected `sm_80` or `sm_90a`");
+      return;
+    }
+    const core::Def* def = session->module().Find(std::string(name));
+    if (def == nullptr || !tile::IsKernel(*def)) {
+      Error("`" + std::string(name) + "` is not a kernel in scope");
+      return;
+    }
+    if (!def->ok) return;
+    auto kernel = tile::Lower(session->module(), session->vars(), *def);
+    if (!kernel) {
+      for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
+      return;
+    }
+    auto plan = synth::Synthesize(*kernel, *target);
+    if (!plan) {
+      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
+      return;
+    }
+    out << synth::Explain(*kernel, *plan, options);
   }
 
   // Loads a file (again, for :reload); prints `VERB PATH (N definitions)`.

@@ -1,0 +1,81 @@
+// `weft explain`: check -> core -> tile::Lower -> synth::Synthesize -> synth::Explain, per kernel.
+#include "driver/explain_command.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "check/check.h"
+#include "diagnostics/render.h"
+#include "syntax/parser.h"
+#include "synth/explain.h"
+#include "synth/synthesize.h"
+#include "tile/lower.h"
+
+namespace weft::driver {
+
+int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  bool color = UseColor(options.color, STDERR_FILENO);
+  auto report = [&] {
+    for (const Diagnostic& d : diagnostics.all()) err << Render(sources, d, color);
+    return diagnostics.has_errors() ? 1 : 0;
+  };
+  auto target = synth::ParseTarget(options.target);
+  if (!target) {
+    err << "weft: unknown target `" << options.target << "`; expected `sm_80` or `sm_90a`\n";
+    return 2;
+  }
+  const std::string& path = options.inputs.front();
+  std::optional<FileId> file;
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    file = sources.Add("<stdin>", std::move(text));
+  } else {
+    std::string reason;
+    file = sources.Load(path, reason);
+    if (!file) {
+      diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
+      return report();
+    }
+  }
+  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
+  if (diagnostics.has_errors()) return report();
+  check::CheckOptions check_options;
+  const char* stdlib = std::getenv("WEFT_STDLIB");
+  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+  check::CheckResult checked = check::Check(sources, ast, diagnostics, check_options);
+  if (diagnostics.has_errors()) return report();
+
+  int kernels = 0;
+  for (const core::Def& def : checked.module.defs()) {
+    if (!tile::IsKernel(def) || def.span.file != *file) continue;
+    if (!options.kernel.empty() && def.name != options.kernel) continue;
+    ++kernels;
+    auto kernel = tile::Lower(checked.module, checked.vars, def);
+    if (!kernel) {
+      for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
+      continue;
+    }
+    auto plan = synth::Synthesize(*kernel, *target);
+    if (!plan) {
+      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
+      continue;
+    }
+    synth::ExplainOptions explain;
+    explain.timings = options.timings;
+    explain.sources = &sources;
+    if (kernels > 1) out << "\n";
+    out << synth::Explain(*kernel, *plan, explain);
+  }
+  out.flush();
+  if (kernels == 0 && !options.kernel.empty()) {
+    err << "weft: `" << path << "` has no kernel named `" << options.kernel << "`\n";
+    return 2;
+  }
+  return report();
+}
+
+}  // namespace weft::driver
