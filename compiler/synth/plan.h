@@ -17,7 +17,9 @@
 //     the tile's byte address, and 32 bytes per k16 step for K-major or 2 * SBO for MN-major),
 //     `a_from_shared`, `mma_n` (the wgmma instruction's N), `tma_boxes` (boxes per copy: box b
 //     covers columns [b * box_dims[0], (b + 1) * box_dims[0]) and lands at byte b * box bytes of the
-//     stage), `shuffles`/`shared_trip` (reductions), `note`.
+//     stage; the map is 2-D over the tensor with its leading axes flattened into rows, so a tile of
+//     a rank-3 tensor at (z, i, j) is the box at column j * cols, row z * extent(1) + i * rows),
+//     `shuffles`/`shared_trip` (reductions), `note`.
 //   - Plan: `kernel`, `cost`, `notes` (decisions worth printing: stages reduced, ...).
 //   - ldmatrix convention: instruction i of a thread (copy value i) fills the Reg tile's values
 //     [2 * count * i, 2 * count * (i + 1)): register j of the instruction holds values

@@ -860,21 +860,22 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
       const tile::Value& view = V(std::get<tile::op::ToShared>(kernel_.Get(writer).node).src);
       ValueId tensor = view.def.valid() ? std::get<tile::op::View>(kernel_.Get(view.def).node).tensor : ValueId();
       const tile::Value& tv = tensor.valid() ? V(tensor) : view;
-      // Innermost first; symbolic extents and strides stay 0 (the runtime fills them in).
-      std::int64_t stride = eb;
-      for (std::size_t i = tv.shape.size(); i-- > 0;) {
+      // A 2-D map over the tensor with its leading axes flattened into rows (row-major tensors):
+      // innermost first; symbolic extents and strides stay 0 (the runtime fills them in).
+      std::int64_t inner = tv.shape.empty() ? 0 : Const(tv.shape.back());
+      std::int64_t outer = 1;
+      for (std::size_t i = 0; i + 1 < tv.shape.size(); ++i) {
         std::int64_t d = Const(tv.shape[i]);
-        box.global_dims.push_back(std::max<std::int64_t>(d, 0));
-        if (i + 1 < tv.shape.size()) box.global_strides_bytes.push_back(stride > 0 ? stride : 0);
-        stride = (d > 0 && stride > 0) ? stride * d : 0;
+        outer = (d > 0 && outer > 0) ? outer * d : 0;
       }
+      box.global_dims = {std::max<std::int64_t>(inner, 0), outer};
+      box.global_strides_bytes = {inner > 0 ? inner * eb : 0};
       box.box_dims = {c.box_cols, e.rows};
-      while (box.box_dims.size() < box.global_dims.size()) box.box_dims.push_back(1);
       box.element_bytes = eb;
       box.swizzle = c.mode;
       write->tma = box;
       write->tma_boxes = static_cast<int>(e.cols / c.box_cols);
-      write->instruction = "tma." + std::to_string(std::max<std::size_t>(2, tv.shape.size())) + "d";
+      write->instruction = "tma.2d";
       write->instructions_per_thread = write->tma_boxes;  // issued by one thread
       write->note = std::to_string(write->tma_boxes) + " box" + (write->tma_boxes > 1 ? "es" : "") + " of " +
                     std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
