@@ -543,8 +543,13 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
       if (v.space != tile::Space::Reg || wgmma_smem_operand_[r.index] || layout_of[find(r.index)]) continue;
       Extent e = ExtentOf(v);
       std::int64_t t = kernel_.threads;
-      std::int64_t tc = std::gcd(e.cols, t), tr = std::gcd(e.rows, t / tc), rest = t / (tc * tr);
-      Layout l = TvOf({{tc, e.rows}, {tr, 1}, {rest, 0}}, {{e.rows / tr, tr}, {e.cols / tc, tc * e.rows}});
+      // Vectors of 16 bytes along the last axis, the threads across the columns, then down the rows.
+      std::int64_t vec = std::max<std::int64_t>(1, 16 / ElementBytes(v.dtype));
+      while (vec > 1 && e.cols % vec != 0) vec /= 2;
+      std::int64_t groups = e.cols / vec;
+      std::int64_t tc = std::gcd(groups, t), tr = std::gcd(e.rows, t / tc), rest = t / (tc * tr);
+      Layout l = TvOf({{tc, vec * e.rows}, {tr, 1}, {rest, 0}},
+                      {{vec, e.rows}, {e.rows / tr, tr}, {groups / tc, tc * vec * e.rows}});
       layout_of[find(r.index)] = Anchor(TvLayout{l, e.rows, e.cols}, kernel_.Get(id).span, "the default row layout");
       run_slices();
     }
