@@ -18,6 +18,7 @@
 #include "driver/layout_command.h"
 #include "driver/options.h"
 #include "driver/repl.h"
+#include "driver/simulate_command.h"
 #include "interp/interpreter.h"
 #include "lsp/server.h"
 #include "syntax/parser.h"
@@ -173,6 +174,8 @@ ExitCode Main(int argc, char** argv) {
       return static_cast<ExitCode>(driver::RunLayout(*options, std::cout, std::cerr));
     case driver::Command::Repl:
       return static_cast<ExitCode>(driver::RunRepl(*options));
+    case driver::Command::Simulate:
+      return static_cast<ExitCode>(driver::RunSimulate(*options, std::cout, std::cerr));
     case driver::Command::Explain:
       return static_cast<ExitCode>(driver::RunExplain(*options, std::cout, std::cerr));
     case driver::Command::Lsp:

@@ -1,5 +1,7 @@
 #include "driver/options.h"
 
+#include <cstdlib>
+
 #include "layout/expr.h"
 
 namespace weft::driver {
@@ -54,6 +56,18 @@ constexpr CommandInfo kCommands[] = {
      "`:type EXPR`, `:load FILE`, `:reload`, `:browse`, `:layout EXPR`, `:help`, `:quit`. Line editing\n"
      "and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal; otherwise\n"
      "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"simulate", Command::Simulate, "run a kernel on the thread-level simulator and compare it with its meaning",
+     "usage: weft simulate FILE --kernel NAME [--target sm_80|sm_90a] --size NAME=VALUE... [--seed N]\n"
+     "\n"
+     "Checks FILE, synthesizes the layouts and instructions of kernel NAME for the target, runs them\n"
+     "thread by thread on a simulated GPU block (docs/simulator.md) on random inputs, and compares each\n"
+     "output with the kernel's meaning: relative error under 1e-2 with f16/bf16 inputs, 1e-5 with f32,\n"
+     "bitwise for integers, NaN never. Prints PASS or FAIL; exit status 1 on FAIL.\n"
+     "  --kernel NAME     the kernel to run\n"
+     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
+     "  --size NAME=N     a size the kernel's types name (`--size m=256`), once per size\n"
+     "  --seed N          the inputs' seed (`random`'s generator; input i uses N + i), 1 by default\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"explain", Command::Explain, "show the layouts and instructions synthesized for each kernel of FILE",
      "usage: weft explain FILE [--kernel NAME] [--target sm_80|sm_90a] [--no-timings]\n"
@@ -179,12 +193,18 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
         error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
         return std::nullopt;
       }
-    } else if (options.command == Command::Explain && TakeValue(args, i, "kernel", value)) {
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+               TakeValue(args, i, "kernel", value)) {
       options.kernel = value;
-    } else if (options.command == Command::Explain && TakeValue(args, i, "target", value)) {
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+               TakeValue(args, i, "target", value)) {
       options.target = value;
     } else if (options.command == Command::Explain && args[i] == "--no-timings") {
       options.timings = false;
+    } else if (options.command == Command::Simulate && TakeValue(args, i, "size", value)) {
+      options.sizes.push_back(value);
+    } else if (options.command == Command::Simulate && TakeValue(args, i, "seed", value)) {
+      options.seed = std::strtoull(value.c_str(), nullptr, 10);
     } else if (TakeValue(args, i, "color", value)) {
       if (value == "auto") {
         options.color = ColorMode::Auto;
@@ -216,6 +236,10 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     } else {
       return options;
     }
+    return std::nullopt;
+  }
+  if (options.command == Command::Simulate && options.kernel.empty()) {
+    error = "`weft simulate` needs --kernel NAME";
     return std::nullopt;
   }
   if (options.command == Command::Repl) return options;  // any number of files to load

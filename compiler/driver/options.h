@@ -2,6 +2,7 @@
 // registers, such as --color, so the driver parses its few options itself.)
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Explain };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain };
 
 enum class Emit { Types, Core, Tile, Ast, AstSexp };
 
@@ -27,9 +28,13 @@ struct Options {
   // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter.
   std::vector<std::string> program_args;
   bool cpu = false;
-  // `weft explain`: the kernel (all when empty), the target, and whether to print the solver's time.
+  // `weft explain` and `weft simulate`: the kernel (explain: all when empty) and the target;
+  // simulate: `name=value` sizes and the inputs' seed.
   std::string kernel;
   std::string target = "sm_80";
+  std::vector<std::string> sizes;
+  std::uint64_t seed = 1;
+  // `weft explain` (with --kernel and --target above): print the solver's time.
   bool timings = true;
 };
 
