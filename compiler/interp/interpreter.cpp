@@ -657,6 +657,35 @@ EvalResult<ValueRef> Interpreter::Evaluate(const core::Def& def) {
   return RuntimeError{def.span, "internal: the definition is not in the module"};
 }
 
+EvalResult<std::vector<HostTensor>> Interpreter::Call(const core::Def& def, const std::vector<HostTensor>& args,
+                                                      const std::map<core::SizeVarId, std::int64_t>& sizes) {
+  Evaluator& evaluator = state_->evaluator;
+  EvalResult<ValueRef> value = Evaluate(def);  // its closure
+  if (!value) return value.error();
+  if (const auto* fn = std::get_if<Function>(&(*value)->node)) {
+    Function known = *fn;
+    for (const auto& [var, size] : sizes) known.subst.sizes[var.index] = size;
+    value = MakeValue(std::move(known));
+  }
+  for (const HostTensor& arg : args) {
+    value = evaluator.Call(*value, MakeValue(arg), def.span);
+    if (!value) return value.error();
+  }
+  std::vector<HostTensor> tensors;
+  if (const auto* tensor = std::get_if<HostTensor>(&(*value)->node)) tensors.push_back(*tensor);
+  if (const auto* tuple = std::get_if<Tuple>(&(*value)->node)) {
+    for (const ValueRef& element : *tuple) {
+      const auto* tensor = std::get_if<HostTensor>(&element->node);
+      if (!tensor) return RuntimeError{def.span, "`" + def.name + "` returns a tuple of other things than tensors"};
+      tensors.push_back(*tensor);
+    }
+  }
+  if (tensors.empty() && !std::holds_alternative<Tuple>((*value)->node))
+    return RuntimeError{
+        def.span, "`" + def.name + "` does not return tensors with " + std::to_string(args.size()) + " arguments"};
+  return tensors;
+}
+
 void Interpreter::Reset() {
   state_->evaluator.cache.clear();
 }

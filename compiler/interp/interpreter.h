@@ -59,6 +59,12 @@ class Interpreter {
   // The value of a top-level definition without parameters (a value, or `main`), computed once
   // per definition and remembered. A definition with parameters gives its closure.
   EvalResult<ValueRef> Evaluate(const core::Def& def);
+  // Calls a definition with parameters on tensors, as a call in the program would: a kernel takes
+  // its inputs (a scalar parameter as a rank-0 tensor), not its `out` parameters. `sizes` gives
+  // sizes of its type that the arguments do not fix (an `out` parameter's own, say). Returns the
+  // result's tensors: the tensor, or a tuple's elements. `weft simulate` compares with this.
+  EvalResult<std::vector<runtime::HostTensor>> Call(const core::Def& def, const std::vector<runtime::HostTensor>& args,
+                                                    const std::map<core::SizeVarId, std::int64_t>& sizes = {});
   // Forgets remembered values (the REPL's `:reload`).
   void Reset();
 
