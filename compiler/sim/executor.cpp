@@ -492,6 +492,9 @@ void Executor::Exec(OpId id) {
           }
         } else if constexpr (std::is_same_v<T, tile::op::Convert>) {
           ExecConvert(node.src, result());
+        } else if constexpr (std::is_same_v<T, tile::op::Transpose>) {
+          // A view: the parent's buffer, read through the parent's coordinates (ExecToRegs).
+          slots_[result().index].shared_base = slots_.at(node.src.index).shared_base;
         } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
           ExecLoop(op, node);
         }
@@ -625,6 +628,13 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
   }
   auto base_opt = slots_.at(r.src.index).shared_base;
   if (!base_opt) throw Fault("`regs` of `" + Name(r.src) + "`, which is not in shared memory");
+  // Through a transposed view (`regs (transpose s)`), the plan's copy is in s's coordinates: read s
+  // and hand each element to the destination at its swapped position.
+  ValueId smem = r.src;
+  bool swapped = false;
+  if (const tile::Value& sv = Val(r.src); sv.def.valid()) {
+    if (const auto* t = std::get_if<tile::op::Transpose>(&kernel_.Get(sv.def).node)) smem = t->src, swapped = true;
+  }
   std::uint32_t base = *base_opt;
   int e = ElementBytes(Val(dst).dtype);
   int rank = static_cast<int>(Val(dst).shape.size());
@@ -636,6 +646,7 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
                                          std::vector<char>(static_cast<std::size_t>(Flat(tv).values), 0));
   const FlatTv& ftv = Flat(tv);
   auto deliver = [&](int thread, RowCol elem, std::uint64_t bits, std::string_view what) {
+    if (swapped) elem = RowCol{elem.col, elem.row};
     int v = HeldValue(dst, thread, elem, what);
     SetElem(dst, thread, v, bits);
     // every value of the thread that holds this element (a broadcast may hold it twice)
@@ -658,7 +669,7 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
         std::array<RowCol, 32> starts{};
         for (int l = 0; l < 8 * count; ++l) {
           starts[l] = Flat(copy).At(w * 32 + l, v);
-          rows[l] = base + static_cast<std::uint32_t>(SmemOffset(r.src, starts[l]) * e);
+          rows[l] = base + static_cast<std::uint32_t>(SmemOffset(smem, starts[l]) * e);
         }
         machine_->Ldmatrix(w, count, trans, scratch_reg_, rows);
         for (int l = 0; l < 32; ++l) {
@@ -683,7 +694,7 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
     for (int t = 0; t < Flat(copy).threads; ++t)
       for (int v = 0; v < Flat(copy).values; ++v) {
         RowCol first = Flat(copy).At(t, v);
-        machine_->LdShared(t, scratch_reg_, base + static_cast<std::uint32_t>(SmemOffset(r.src, first) * e), vb);
+        machine_->LdShared(t, scratch_reg_, base + static_cast<std::uint32_t>(SmemOffset(smem, first) * e), vb);
         for (int i = 0; i < vb / e; ++i) {
           std::uint64_t bits = 0;
           for (int b = 0; b < e; ++b) {

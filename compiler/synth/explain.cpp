@@ -41,6 +41,8 @@ std::string OpName(const tile::OpNode& node) {
           return o.pipelined ? "pipeline" : "loop";
         else if constexpr (std::is_same_v<T, tile::op::View>)
           return "tile";
+        else if constexpr (std::is_same_v<T, tile::op::Transpose>)
+          return "transpose";
         else
           return "";
       },
@@ -199,9 +201,13 @@ std::string Printer::Print() {
         if (vc.swizzle_mode != layout::SwizzleMode::kNone) out << " (" << layout::ToString(vc.swizzle_mode) << ")";
         if (vc.pinned) out << ", pinned";
         out << "\n";
-        out << "    stored: " << vc.stage_bytes << " bytes";
-        if (vc.stages > 1) out << " x " << vc.stages << " stages";
-        out << " at offset " << vc.shared_offset << "\n";
+        if (const auto* t = std::get_if<tile::op::Transpose>(&op.node)) {
+          out << "    stored: in `" << Name(t->src) << "`'s buffer (the view moves no data)\n";
+        } else {
+          out << "    stored: " << vc.stage_bytes << " bytes";
+          if (vc.stages > 1) out << " x " << vc.stages << " stages";
+          out << " at offset " << vc.shared_offset << "\n";
+        }
       } else if (v.space == tile::Space::Reg) {
         if (vc.mma_operand) {
           out << "    layout: none: wgmma reads " << Name(ValueId(*vc.mma_operand))

@@ -89,6 +89,43 @@ Layout TvOf(const Modes& threads, const Modes& values) {
   return Layout::Tuple({clean(threads), clean(values)});
 }
 
+// The same (thread, value) -> element map over the transposed tile: r + rows * c becomes
+// c + cols * r. Each mode moves along one axis of the tile (mma and vector layouts do); nothing when
+// one does not.
+std::optional<TvLayout> TransposeTv(const TvLayout& tv) {
+  std::int64_t rows = tv.rows, cols = tv.cols;
+  std::optional<TvLayout> out;
+  auto remap = [&](const Layout& mode, bool& ok) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> modes;
+    for (auto [n, s] : layout::FlatModes(mode)) {
+      std::int64_t t = 0;
+      if (n == 1 || s == 0) {
+        t = 0;
+      } else if (s % rows == 0) {
+        t = s / rows;  // along the columns
+      } else if (s * (n - 1) < rows) {
+        t = s * cols;  // along the rows
+      } else {
+        ok = false;
+      }
+      modes.push_back({n, n == 1 ? 0 : t});
+    }
+    return layout::FromFlatModes(modes);
+  };
+  bool ok = true;
+  Layout l = Layout::Tuple({remap(tv.layout.Mode(0), ok), remap(tv.layout.Mode(1), ok)});
+  if (!ok) return std::nullopt;
+  return TvLayout{l, cols, rows};
+}
+
+// The parent of a transposed shared view (`transpose s`), or nothing for any other value.
+std::optional<ValueId> TransposedParent(const tile::Kernel& kernel, ValueId v) {
+  const tile::Value& val = kernel.Get(v);
+  if (!val.def.valid()) return std::nullopt;
+  if (const auto* t = std::get_if<tile::op::Transpose>(&kernel.Get(val.def).node)) return t->src;
+  return std::nullopt;
+}
+
 std::vector<ValueId> Operands(const tile::OpNode& node) {
   return std::visit(
       [](const auto& o) -> std::vector<ValueId> {
@@ -100,8 +137,9 @@ std::vector<ValueId> Operands(const tile::OpNode& node) {
           out.insert(out.end(), o.coords.begin(), o.coords.end());
           return out;
         } else if constexpr (std::is_same_v<T, tile::op::ToShared> || std::is_same_v<T, tile::op::ToRegs> ||
-                             std::is_same_v<T, tile::op::Reduce> || std::is_same_v<T, tile::op::Expand> ||
-                             std::is_same_v<T, tile::op::Cast> || std::is_same_v<T, tile::op::Convert>)
+                             std::is_same_v<T, tile::op::Transpose> || std::is_same_v<T, tile::op::Reduce> ||
+                             std::is_same_v<T, tile::op::Expand> || std::is_same_v<T, tile::op::Cast> ||
+                             std::is_same_v<T, tile::op::Convert>)
           return {o.src};
         else if constexpr (std::is_same_v<T, tile::op::Store>)
           return {o.dst, o.src};
@@ -584,7 +622,14 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
               return;
             }
             if (!at.regs[r.index]) return;
-            const TvLayout& reg = *at.regs[r.index];
+            // Through a transposed view, the copy is fitted (and given) in the parent's coordinates,
+            // whose last axis is the contiguous one.
+            std::optional<TvLayout> transposed;
+            if (TransposedParent(kernel_, o.src)) {
+              transposed = TransposeTv(*at.regs[r.index]);
+              if (!transposed) return;
+            }
+            const TvLayout& reg = transposed ? *transposed : *at.regs[r.index];
             int eb = ElementBytes(V(r).dtype);
             if (eb == 2) {
               for (int count : {4, 2, 1}) {
@@ -633,7 +678,10 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
               } else {
                 oc.instruction = "wgmma.m64n" + std::to_string(oc.mma_n) + "k16." + type;
                 oc.a_from_shared = info.a_from_shared;
-                oc.b_mn_major = true;
+                // B through a transposed view of an N x K tile is K-major.
+                const auto* load =
+                    V(o.b).def.valid() ? std::get_if<tile::op::ToRegs>(&kernel_.Get(V(o.b).def).node) : nullptr;
+                oc.b_mn_major = !(load && TransposedParent(kernel_, load->src));
                 oc.instructions_per_thread = (info.m / gm / 64) * (info.n / gn / oc.mma_n) * (info.k / 16);
               }
             }
@@ -686,6 +734,8 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
             oc.instruction = o.pipelined ? "pipeline" : "loop";
           } else if constexpr (std::is_same_v<T, tile::op::View>) {
             oc.instruction = "none: a view";
+          } else if constexpr (std::is_same_v<T, tile::op::Transpose>) {
+            oc.instruction = "none: a view of " + Name(o.src) + " with the axes swapped";
           } else if constexpr (std::is_same_v<T, tile::op::ToShared>) {
             // chosen with the shared layout below
           } else {
@@ -698,7 +748,8 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
   // Shared tiles: each one's layout and copy, searched over its candidates.
   for (OpId id : order_)
     for (ValueId r : kernel_.Get(id).results)
-      if (V(r).space == tile::Space::Shared && !ChooseShared(at, r)) return std::nullopt;
+      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r) && !ChooseShared(at, r))
+        return std::nullopt;
   return at;
 }
 
@@ -712,15 +763,24 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
   std::int64_t warps = kernel_.threads / 32;
   OpChoice* write = writer.valid() ? &at.ops[writer.index] : nullptr;
   std::vector<OpId> readers;
-  for (OpId use : uses_[s.index])
+  std::vector<ValueId> views;  // transposed views of s: their `regs` read s (copies in s's coordinates)
+  for (OpId use : uses_[s.index]) {
     if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) readers.push_back(use);
-  bool wgmma_a = false, wgmma_b = false;
+    if (std::holds_alternative<tile::op::Transpose>(kernel_.Get(use).node)) {
+      views.push_back(kernel_.Get(use).results[0]);
+      for (OpId u : uses_[views.back().index])
+        if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(u).node)) readers.push_back(u);
+    }
+  }
+  bool wgmma_a = false, wgmma_b = false;  // read as wgmma's A (K-major) or B (MN-major, or K-major
+                                          // through a transposed view)
   for (OpId r : readers) {
     ValueId rv = kernel_.Get(r).results[0];
+    bool through_view = std::get<tile::op::ToRegs>(kernel_.Get(r).node).src != s;
     for (OpId use : uses_[rv.index]) {
       if (const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node); m && target_ == Target::Sm90a) {
-        if (m->a == rv) wgmma_a = true;
-        if (m->b == rv) wgmma_b = true;
+        if (m->a == rv) (through_view ? wgmma_b : wgmma_a) = true;
+        if (m->b == rv) (through_view ? wgmma_a : wgmma_b) = true;
       }
     }
   }
@@ -858,6 +918,14 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
   vc.stage_bytes = (e.rows * e.cols * eb + align - 1) / align * align;
   at.wavefronts += best->wavefronts;
   for (auto& [op, access] : best->accesses) at.ops[op.index].accesses.push_back(access);
+  for (ValueId view : views) {  // the parent's layout with the modes swapped: the same bytes
+    const Layout& l = c.layout.layout();
+    Layout swapped(IntTuple::Tuple({l.shape()[1], l.shape()[0]}), IntTuple::Tuple({l.stride()[1], l.stride()[0]}));
+    ValueChoice& view_choice = at.values[view.index];
+    view_choice.shared = SwizzledLayout(c.layout.swizzle(), 0, swapped);
+    view_choice.swizzle_mode = c.mode;
+    view_choice.pinned = vc.pinned;
+  }
   if (write != nullptr) {
     write->bytes = e.rows * e.cols * eb;
     if (tma) {
@@ -898,10 +966,10 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
 // Stages within the shared-memory budget, offsets, descriptors, registers, and the plan's summary.
 void Synthesizer::Finish(Attempt& at, Plan& plan) {
   int default_stages = options_.stages.value_or(target_ == Target::Sm80 ? 3 : 4);
-  std::vector<ValueId> shared;
+  std::vector<ValueId> shared;  // transposed views take no memory of their own
   for (OpId id : order_)
     for (ValueId r : kernel_.Get(id).results)
-      if (V(r).space == tile::Space::Shared) shared.push_back(r);
+      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r)) shared.push_back(r);
   std::int64_t scratch = 0;
   for (OpId id : order_)
     if (at.ops[id.index].shared_trip) {
@@ -962,6 +1030,12 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
       const ValueChoice& vc = at.values[shared_of(mma.a).index];
       auto d = layout::GmmaDescriptorFor(*vc.shared, vc.swizzle_mode, layout::Major::kK, eb);
       if (d.ok()) oc.desc_a = *d;
+    }
+    if (std::optional<ValueId> parent = TransposedParent(kernel_, shared_of(mma.b))) {
+      const ValueChoice& vp = at.values[parent->index];  // N x K, K contiguous: a K-major B
+      auto d = layout::GmmaDescriptorFor(*vp.shared, vp.swizzle_mode, layout::Major::kK, eb);
+      if (d.ok()) oc.desc_b = *d;
+      continue;
     }
     const ValueChoice& vb = at.values[shared_of(mma.b).index];
     const Layout& l = vb.shared->layout();
@@ -1063,6 +1137,17 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
   Walk(kernel_.body, OpId(), OpId());
   for (OpId id : order_) {
     const tile::Op& op = kernel_.Get(id);
+    // A transposed view of a shared tile: its layout is its parent's with the modes swapped, and a
+    // `regs` of it is fitted (ldmatrix or vectors) in the parent's coordinates; wgmma reads a view as
+    // B through a K-major descriptor of the parent. Only `regs` reads it.
+    if (std::holds_alternative<tile::op::Transpose>(op.node)) {
+      bool only_regs = true;
+      for (OpId use : uses_[op.results[0].index])
+        only_regs = only_regs && std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node);
+      if (!only_regs)
+        Error(DiagnosticKind::SynthUnsupported, op.span,
+              "a transposed view of a shared tile that is not loaded with `regs`");
+    }
     for (ValueId r : op.results) {
       const tile::Value& v = V(r);
       if ((v.space == tile::Space::Reg || v.space == tile::Space::Shared) &&

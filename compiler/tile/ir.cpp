@@ -31,6 +31,7 @@ std::vector<ValueId> Operands(const Op& op) {
                         },
                         [](const op::ToShared& o) { return std::vector<ValueId>{o.src}; },
                         [](const op::ToRegs& o) { return std::vector<ValueId>{o.src}; },
+                        [](const op::Transpose& o) { return std::vector<ValueId>{o.src}; },
                         [](const op::Store& o) {
                           return std::vector<ValueId>{o.dst, o.src};
                         },

@@ -84,6 +84,11 @@ struct ToShared {
 struct ToRegs {
   ValueId src;
 };  // `regs v`: Shared -> Reg (ldmatrix or vector loads; for a wgmma operand, read in place)
+// `transpose s`: a view of a rank-2 shared tile with its axes swapped; the same shared buffer, no
+// data moves (its layout is the parent's with the two modes swapped). Register tiles are refused.
+struct Transpose {
+  ValueId src;
+};  // Shared [m, n] -> Shared [n, m]
 struct Store {
   ValueId dst;  // a Global view of an `out` parameter
   ValueId src;  // Reg (or Shared)
@@ -132,9 +137,9 @@ struct Loop {
 };
 }  // namespace op
 
-using OpNode =
-    std::variant<op::BlockIdx, op::Constant, op::Size, op::ScalarOp, op::View, op::ToShared, op::ToRegs, op::Store,
-                 op::Mma, op::Fill, op::Iota, op::Map, op::Reduce, op::Expand, op::Cast, op::Convert, op::Loop>;
+using OpNode = std::variant<op::BlockIdx, op::Constant, op::Size, op::ScalarOp, op::View, op::ToShared, op::ToRegs,
+                            op::Transpose, op::Store, op::Mma, op::Fill, op::Iota, op::Map, op::Reduce, op::Expand,
+                            op::Cast, op::Convert, op::Loop>;
 
 struct Op {
   Span span;

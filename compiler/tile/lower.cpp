@@ -92,8 +92,7 @@ std::string WhyNotInKernel(std::string_view name) {
   if (name == "@" || name == "matmul_f32") return "multiply register tiles with `mma`";
   if (name == "map" || name == "map2" || name == "reduce" || name == "scan")
     return "kernels take no functions: write the elementwise operations, or `sum`, `max`, `min`, directly";
-  if (name == "reshape" || name == "permute" || name == "transpose" || name == "concat" || name == "gather" ||
-      name == "dequant")
+  if (name == "reshape" || name == "permute" || name == "concat" || name == "gather" || name == "dequant")
     return "a tile keeps the shape it is made with; take a different `tile` of the tensor instead";
   if (name == "mean" || name == "argmax") return "the reductions in kernels are `sum`, `max` and `min`";
   if (name == "load" || name == "save" || name == "print" || name == "arg" || name == "time" || name == "random")
@@ -436,10 +435,10 @@ Lowered Lowering::Builtin(ExprId id, const std::string& name, const std::vector<
   const core::Expr& e = module_.Get(id);
   // A built-in applied to fewer arguments than it takes is a function: refused like `fn`.
   static const std::map<std::string, std::size_t, std::less<>> arity = {
-      {"tile", 3},   {"shared", 1}, {"regs", 1},  {"convert", 1}, {"expand", 1}, {"sum", 1},  {"max", 1},
-      {"min", 1},    {"mma", 3},    {"store", 2}, {"zeros", 1},   {"ones", 1},   {"full", 2}, {"iota", 1},
-      {"select", 3}, {"exp", 1},    {"log", 1},   {"sqrt", 1},    {"rsqrt", 1},  {"tanh", 1}, {"sigmoid", 1},
-      {"sin", 1},    {"cos", 1},    {"abs", 1},   {"negate", 1}};
+      {"tile", 3},    {"transpose", 1}, {"shared", 1}, {"regs", 1},  {"convert", 1}, {"expand", 1}, {"sum", 1},
+      {"max", 1},     {"min", 1},       {"mma", 3},    {"store", 2}, {"zeros", 1},   {"ones", 1},   {"full", 2},
+      {"iota", 1},    {"select", 3},    {"exp", 1},    {"log", 1},   {"sqrt", 1},    {"rsqrt", 1},  {"tanh", 1},
+      {"sigmoid", 1}, {"sin", 1},       {"cos", 1},    {"abs", 1},   {"negate", 1}};
   std::size_t wanted = 2;  // the binary operators and `maximum`, `minimum`
   if (auto it = arity.find(name); it != arity.end()) wanted = it->second;
   if ((ElementwiseBuiltins().count(name) || arity.count(name)) && args.size() < wanted) {
@@ -451,6 +450,32 @@ Lowered Lowering::Builtin(ExprId id, const std::string& name, const std::vector<
   }
   if (ElementwiseBuiltins().count(name)) return Elementwise(id, name, args);
   if (name == "tile") return Tile(id, args);
+  if (name == "transpose") {
+    // A view of a rank-2 shared tile with the axes swapped: the same buffer, no data moves. Register
+    // tiles are refused (their layout belongs to the op that made them; transpose the shared tile
+    // they are loaded from); so are global views (take a `tile` of the tensor and transpose it in
+    // shared memory).
+    WEFT_CHECK(args.size() == 1);
+    ValueId src = One(args[0]);
+    const Value& s = kernel_.Get(src);
+    std::string why;
+    if (s.space != Space::Shared) {
+      why = Describe(src) + " is " + Where(src);
+      if (s.space == Space::Reg) why += ": transpose the shared tile it is loaded from, then `regs` the view";
+      if (s.space == Space::Global) why += ": copy it with `shared` first";
+    } else if (s.shape.size() != 2) {
+      why = Describe(src) + " has rank " + std::to_string(s.shape.size());
+    }
+    if (!why.empty()) {
+      Span span = module_.Get(args[0]).span;
+      Diagnostic& d = Error(DiagnosticKind::TransposeOperand, span, why);
+      NoteOrigin(d, src, span);
+      Stop();
+    }
+    std::vector<Dim> shape = {s.shape[1], s.shape[0]};
+    Dtype dtype = s.dtype;
+    return Lowered::Of(Emit(e.span, op::Transpose{src}, dtype, Space::Shared, shape));
+  }
   if (name == "shared" || name == "regs" || name == "convert" || name == "expand" || name == "sum" || name == "max" ||
       name == "min") {
     WEFT_CHECK(args.size() == 1);

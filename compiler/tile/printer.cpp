@@ -126,6 +126,7 @@ class Printer {
                        },
                        [&](const op::ToShared& o) { return "shared " + Name(o.src); },
                        [&](const op::ToRegs& o) { return "regs " + Name(o.src); },
+                       [&](const op::Transpose& o) { return "transpose " + Name(o.src); },
                        [&](const op::Store& o) { return "store " + Name(o.dst) + " " + Name(o.src); },
                        [&](const op::Mma& o) { return "mma " + Name(o.a) + " " + Name(o.b) + " " + Name(o.acc); },
                        [&](const op::Fill& o) { return "fill " + Extents(o.shape) + " " + Name(o.value); },

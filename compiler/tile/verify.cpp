@@ -165,6 +165,15 @@ class Verifier {
               Space(op, o.src, {tile::Space::Shared}, "regs' operand");
               Result(op, tile::Space::Reg, get(o.src).dtype, &get(o.src).shape);
             },
+            [&](const op::Transpose& o) {
+              Space(op, o.src, {tile::Space::Shared}, "transpose's operand");
+              if (get(o.src).shape.size() != 2) {
+                Fail("transpose of a tile of rank " + std::to_string(get(o.src).shape.size()) + At(op));
+                return;
+              }
+              std::vector<core::Dim> shape = {get(o.src).shape[1], get(o.src).shape[0]};
+              Result(op, tile::Space::Shared, get(o.src).dtype, &shape);
+            },
             [&](const op::Store& o) {
               Results(op, 0);
               const op::View* view = get(o.dst).space == tile::Space::Global ? ViewOf(o.dst) : nullptr;
