@@ -89,35 +89,6 @@ Layout TvOf(const Modes& threads, const Modes& values) {
   return Layout::Tuple({clean(threads), clean(values)});
 }
 
-// The same (thread, value) -> element map over the transposed tile: r + rows * c becomes
-// c + cols * r. Each mode moves along one axis of the tile (mma and vector layouts do); nothing when
-// one does not.
-std::optional<TvLayout> TransposeTv(const TvLayout& tv) {
-  std::int64_t rows = tv.rows, cols = tv.cols;
-  std::optional<TvLayout> out;
-  auto remap = [&](const Layout& mode, bool& ok) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> modes;
-    for (auto [n, s] : layout::FlatModes(mode)) {
-      std::int64_t t = 0;
-      if (n == 1 || s == 0) {
-        t = 0;
-      } else if (s % rows == 0) {
-        t = s / rows;  // along the columns
-      } else if (s * (n - 1) < rows) {
-        t = s * cols;  // along the rows
-      } else {
-        ok = false;
-      }
-      modes.push_back({n, n == 1 ? 0 : t});
-    }
-    return layout::FromFlatModes(modes);
-  };
-  bool ok = true;
-  Layout l = Layout::Tuple({remap(tv.layout.Mode(0), ok), remap(tv.layout.Mode(1), ok)});
-  if (!ok) return std::nullopt;
-  return TvLayout{l, cols, rows};
-}
-
 // The parent of a transposed shared view (`transpose s`), or nothing for any other value.
 std::optional<ValueId> TransposedParent(const tile::Kernel& kernel, ValueId v) {
   const tile::Value& val = kernel.Get(v);

@@ -75,6 +75,32 @@ TvLayout TileMma(const TvLayout& atom, Operand operand, std::int64_t m, std::int
   return TvLayout{Modes2(threads, values), rows, cols};
 }
 
+std::optional<TvLayout> TransposeTv(const TvLayout& tv) {
+  std::int64_t rows = tv.rows, cols = tv.cols;
+  std::optional<TvLayout> out;
+  auto remap = [&](const Layout& mode, bool& ok) {
+    Modes modes;
+    for (auto [n, s] : layout::FlatModes(mode)) {
+      std::int64_t t = 0;
+      if (n == 1 || s == 0) {
+        t = 0;
+      } else if (s % rows == 0) {
+        t = s / rows;  // along the columns
+      } else if (s * (n - 1) < rows) {
+        t = s * cols;  // along the rows
+      } else {
+        ok = false;
+      }
+      modes.push_back({n, n == 1 ? 0 : t});
+    }
+    return layout::FromFlatModes(modes);
+  };
+  bool ok = true;
+  Layout l = Layout::Tuple({remap(tv.layout.Mode(0), ok), remap(tv.layout.Mode(1), ok)});
+  if (!ok) return std::nullopt;
+  return TvLayout{l, cols, rows};
+}
+
 layout::Result<TvLayout> Slice(const TvLayout& parent, SliceKeep keep) {
   std::int64_t rows = parent.rows;
   auto axis = [&](std::int64_t n, std::int64_t s) -> int {  // 0 row, 1 col, 2 broadcast, -1 both

@@ -31,6 +31,11 @@ enum class Operand { A, B, C };
 layout::TvLayout TileMma(const layout::TvLayout& atom, Operand operand, std::int64_t m, std::int64_t n, std::int64_t k,
                          int groups_m, int groups_n);
 
+// The same (thread, value) -> element map over the transposed tile (cols x rows): r + rows * c
+// becomes c + cols * r. How a `regs` of a transposed shared view is fitted in its parent's
+// coordinates. Nothing when a mode moves along both axes at once (no mma or vector layout does).
+std::optional<layout::TvLayout> TransposeTv(const layout::TvLayout& tv);
+
 enum class SliceKeep { Rows, Cols, None };
 // The layout of a [rows, 1] (Rows), [1, cols] (Cols) or [1, 1] (None) tile whose elements are
 // broadcast to where the parent's are: thread modes along a dropped axis become stride 0 (several

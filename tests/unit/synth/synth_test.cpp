@@ -265,6 +265,97 @@ TEST_CASE("gemm on sm_90a: wgmma from 128-byte swizzled tiles that TMA fills", "
   }
 }
 
+const char* kGemmNt = R"(kernel gemm_nt (a: bf16[m, k]) (b: bf16[n, k]) (out c: f32[m, n])
+    where m % 128 == 0, n % 128 == 0, k % 64 == 0
+    grid (m / 128, n / 128) threads 128 =
+  let (i, j) = block_idx in
+  let acc = pipeline kk < k / 64 with acc = zeros [128, 128] do
+    let sa = shared (tile a [128, 64] (i, kk)) in
+    let sb = shared (tile b [128, 64] (j, kk)) in
+    mma (regs sa) (regs (transpose sb)) acc
+  in
+  store (tile c [128, 128] (i, j)) acc
+)";
+
+TEST_CASE("TransposeTv: every (thread, value) holds the transposed element", "[synth]") {
+  TvLayout b = TileMma(Atom("mma.m16n8k16.bf16").Operand("B")->tv, Operand::B, 128, 128, 64, 2, 2);
+  auto t = TransposeTv(b);
+  REQUIRE(t.has_value());
+  CHECK(t->rows == b.cols);
+  CHECK(t->cols == b.rows);
+  for (std::int64_t th = 0; th < b.threads(); ++th)
+    for (std::int64_t v = 0; v < b.values(); ++v) {
+      CHECK(t->At(th, v).row == b.At(th, v).col);
+      CHECK(t->At(th, v).col == b.At(th, v).row);
+    }
+}
+
+TEST_CASE("gemm with column-major B on sm_80: the view of sb is read by ldmatrix without .trans", "[synth]") {
+  auto lowered = Lower(kGemmNt);
+  const tile::Kernel& k = *lowered->kernel;
+  auto plan = Synthesize(k, Target::Sm80);
+  REQUIRE(plan.ok());
+  auto row_major = Synthesize(*Lower(kGemm)->kernel, Target::Sm80);
+  REQUIRE(row_major.ok());
+  CHECK(plan->shared_bytes == row_major->shared_bytes);  // the view takes no memory
+  std::map<std::string, int> instructions;
+  for (std::size_t i = 0; i < k.ops.size(); ++i) {
+    const OpChoice& oc = plan->ops[i];
+    ++instructions[oc.instruction];
+    for (const Access& a : oc.accesses) {
+      INFO(a.what);
+      CHECK(a.conflicts.wavefronts == a.conflicts.ideal);
+    }
+    if (const auto* load = std::get_if<tile::op::ToRegs>(&k.ops[i].node)) {
+      ValueId r = k.ops[i].results[0];
+      const tile::Value& src = k.Get(load->src);
+      bool view = std::holds_alternative<tile::op::Transpose>(k.Get(src.def).node);
+      // Through the view the copy is in the parent's coordinates.
+      TvLayout reg = view ? *TransposeTv(*plan->values[r.index].regs) : *plan->values[r.index].regs;
+      CheckLdmatrixRealizes(oc, reg);
+    }
+    if (const auto* t = std::get_if<tile::op::Transpose>(&k.ops[i].node)) {
+      const ValueChoice& view = plan->values[k.ops[i].results[0].index];
+      const ValueChoice& parent = plan->values[t->src.index];
+      REQUIRE(view.shared.has_value());
+      REQUIRE(parent.shared.has_value());
+      CHECK(view.shared->swizzle().bits() == parent.shared->swizzle().bits());
+      CHECK(view.shared->layout().shape()[0] == parent.shared->layout().shape()[1]);
+      CHECK(view.shared->layout().stride()[0] == parent.shared->layout().stride()[1]);
+      CHECK(view.stage_bytes == 0);
+    }
+  }
+  CHECK(instructions["ldmatrix.x4"] == 2);
+  CHECK(instructions["ldmatrix.x4.trans"] == 0);
+  CHECK(instructions["cp.async.cg.16"] == 2);
+}
+
+TEST_CASE("gemm with column-major B on sm_90a: wgmma's B descriptor is K-major", "[synth]") {
+  auto lowered = Lower(kGemmNt);
+  const tile::Kernel& k = *lowered->kernel;
+  auto plan = Synthesize(k, Target::Sm90a);
+  REQUIRE(plan.ok());
+  int wgmma = 0, tma = 0;
+  for (std::size_t i = 0; i < k.ops.size(); ++i) {
+    const OpChoice& oc = plan->ops[i];
+    if (oc.instruction == "tma.2d") {
+      ++tma;
+      REQUIRE(oc.tma.has_value());
+      CHECK(oc.tma->box_dims == std::vector<std::int64_t>{64, 128});  // the parent's box
+    }
+    if (oc.instruction.rfind("wgmma", 0) == 0) {
+      ++wgmma;
+      CHECK_FALSE(oc.b_mn_major);
+      REQUIRE(oc.desc_a.has_value());
+      REQUIRE(oc.desc_b.has_value());
+      CHECK(oc.desc_b->leading_byte_offset == oc.desc_a->leading_byte_offset);
+      CHECK(oc.desc_b->stride_byte_offset == oc.desc_a->stride_byte_offset);
+    }
+  }
+  CHECK(wgmma == 1);
+  CHECK(tma == 2);
+}
+
 TEST_CASE("attention: P in the first mma's accumulator layout is the second mma's A operand", "[synth]") {
   auto lowered = Lower(KernelOf(WEFT_SOURCE_DIR "/tests/lit/explain/attention_sm80.weft"));
   const tile::Kernel& k = *lowered->kernel;

@@ -154,6 +154,20 @@ TEST_CASE("a view of a view, and coordinates of the wrong count", "[tile]") {
   RequireViolation(h.k, "has 1 coordinates");
 }
 
+TEST_CASE("transpose: a view of a shared tile with the axes swapped; not of a register tile", "[tile]") {
+  Gemm g;
+  // B as the transposed view of an N x K shared tile: sb.T
+  ValueId t = g.EmitInLoop(op::Transpose{g.sa}, Dtype::BF16, Space::Shared, Shape({64, 128}));
+  ValueId rt = g.EmitInLoop(op::ToRegs{t}, Dtype::BF16, Space::Reg, Shape({64, 128}));
+  (void)rt;
+  CHECK(Verify(g.k).empty());
+  g.k.Get(t).shape = Shape({128, 64});
+  RequireViolation(g.k, "the result's shape is not the one its operands give");
+  Gemm h;
+  h.EmitInLoop(op::Transpose{h.ra}, Dtype::BF16, Space::Shared, Shape({64, 128}));
+  RequireViolation(h.k, "transpose's operand");
+}
+
 TEST_CASE("store into an input", "[tile]") {
   Gemm g;
   g.k.params[2].out = false;
