@@ -58,15 +58,19 @@ constexpr CommandInfo kCommands[] = {
      "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"simulate", Command::Simulate, "run a kernel on the thread-level simulator and compare it with its meaning",
-     "usage: weft simulate FILE --kernel NAME [--target sm_80|sm_90a] --size NAME=VALUE... [--seed N]\n"
+     "usage: weft simulate FILE --kernel NAME [--target sm_80|sm_90a] --size NAME=VALUE... [--scalar NAME=VALUE...]\n"
+     "                     [--seed N]\n"
      "\n"
      "Checks FILE, synthesizes the layouts and instructions of kernel NAME for the target, runs them\n"
      "thread by thread on a simulated GPU block (docs/simulator.md) on random inputs, and compares each\n"
-     "output with the kernel's meaning: relative error under 1e-2 with f16/bf16 inputs, 1e-5 with f32,\n"
-     "bitwise for integers, NaN never. Prints PASS or FAIL; exit status 1 on FAIL.\n"
+     "output with the interpreter's call of the kernel on the same inputs: relative error under 1e-2\n"
+     "with f16/bf16 tensors, 1e-5 with f32, bitwise for integers, NaN never. Prints PASS or FAIL; exit\n"
+     "status 1 on FAIL.\n"
      "  --kernel NAME     the kernel to run\n"
      "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
-     "  --size NAME=N     a size the kernel's types name (`--size m=256`), once per size\n"
+     "  --size NAME=N     a size the kernel's types name (`--size m=256`), once per size (all of them)\n"
+     "  --scalar NAME=V   a scalar parameter's value (`--scalar causal=true`, `--scalar scale=0.125`);\n"
+     "                    random like the tensors when not given\n"
      "  --seed N          the inputs' seed (`random`'s generator; input i uses N + i), 1 by default\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"explain", Command::Explain, "show the layouts and instructions synthesized for each kernel of FILE",
@@ -203,6 +207,8 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       options.timings = false;
     } else if (options.command == Command::Simulate && TakeValue(args, i, "size", value)) {
       options.sizes.push_back(value);
+    } else if (options.command == Command::Simulate && TakeValue(args, i, "scalar", value)) {
+      options.scalars.push_back(value);
     } else if (options.command == Command::Simulate && TakeValue(args, i, "seed", value)) {
       options.seed = std::strtoull(value.c_str(), nullptr, 10);
     } else if (TakeValue(args, i, "color", value)) {

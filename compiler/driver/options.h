@@ -33,6 +33,7 @@ struct Options {
   std::string kernel;
   std::string target = "sm_80";
   std::vector<std::string> sizes;
+  std::vector<std::string> scalars;  // simulate: `name=value` of scalar parameters (random otherwise)
   std::uint64_t seed = 1;
   // `weft explain` (with --kernel and --target above): print the solver's time.
   bool timings = true;
