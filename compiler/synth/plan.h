@@ -26,6 +26,13 @@
 //     2 * (count * i + j) and 2 * (count * i + j) + 1. `copy` gives, per (thread, i), the (row, col)
 //     of the 16-byte row of the shared tile whose address the thread supplies (lanes past 8 * count
 //     supply none; their entries repeat lane % (8 * count)).
+//   - Transposed shared views (tile op Transpose, `regs (transpose sb)`): the view's ValueChoice
+//     has `shared` = its parent's layout with the two modes swapped, the parent's swizzle and mode,
+//     and no memory of its own (stage_bytes 0, stages and offset unset: address it through the
+//     parent's buffer). A `regs` of a view gives its `copy` in the *parent's* coordinates (the
+//     parent's last axis is the contiguous one): element (r, c) of the copy is element (c, r) of
+//     the `regs` result. wgmma reading B through a view has `b_mn_major` false and `desc_b` the
+//     parent's K-major descriptor.
 //   - An mma operand's TV layout may equal the tiled atom's only up to the order of each thread's
 //     values (attention's P, in the accumulator layout of the first mma, as the A operand of the
 //     second): codegen finds each fragment register's value by its (row, col).

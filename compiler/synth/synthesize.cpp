@@ -1118,6 +1118,9 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
       if (!only_regs)
         Error(DiagnosticKind::SynthUnsupported, op.span,
               "a transposed view of a shared tile that is not loaded with `regs`");
+      else if (V(op.results[0]).pin)
+        Error(DiagnosticKind::SynthUnsupported, V(op.results[0]).pin->span,
+              "a pinned layout on a transposed view: pin the shared tile it views");
     }
     for (ValueId r : op.results) {
       const tile::Value& v = V(r);

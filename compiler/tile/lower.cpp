@@ -465,6 +465,8 @@ Lowered Lowering::Builtin(ExprId id, const std::string& name, const std::vector<
       if (s.space == Space::Global) why += ": copy it with `shared` first";
     } else if (s.shape.size() != 2) {
       why = Describe(src) + " has rank " + std::to_string(s.shape.size());
+    } else if (s.def.valid() && std::holds_alternative<op::Transpose>(kernel_.Get(s.def).node)) {
+      why = Describe(src) + " is already a transposed view: use the tile it views";
     }
     if (!why.empty()) {
       Span span = module_.Get(args[0]).span;
