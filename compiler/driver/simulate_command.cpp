@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -141,8 +142,17 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
   }
 
   // 2. Sizes, checked against the `where` clause, and the inputs.
+  // The sizes in the order the parameters' types name them (`m`, `k`, `n` for gemm's a and b).
+  std::vector<core::SizeVarId> order;
+  for (const tile::Param& p : kernel->params)
+    for (const core::Dim& d : kernel->Get(p.value).shape)
+      for (core::SizeVarId var : d.Vars())
+        if (std::find(order.begin(), order.end(), var) == order.end()) order.push_back(var);
+  for (const auto& [var, name] : kernel->size_names)
+    if (std::find(order.begin(), order.end(), var) == order.end()) order.push_back(var);
   std::vector<std::string> size_names;
-  for (const auto& [var, name] : kernel->size_names) size_names.push_back(name);
+  for (core::SizeVarId var : order)
+    if (auto it = kernel->size_names.find(var); it != kernel->size_names.end()) size_names.push_back(it->second);
   sim::RunOptions run_options;
   for (const std::string& size : options.sizes) {
     auto assignment = SplitAssignment(size);
@@ -165,8 +175,8 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
     }
   }
   std::vector<std::string> missing;
-  for (const auto& [var, name] : kernel->size_names)
-    if (!run_options.sizes.count(var)) missing.push_back(name);
+  for (core::SizeVarId var : order)
+    if (!run_options.sizes.count(var) && kernel->size_names.count(var)) missing.push_back(kernel->size_names.at(var));
   if (!missing.empty()) {
     err << "weft: kernel `" << options.kernel << "` needs a value for each of its sizes: give " << NameList(missing)
         << " with --size (`--size " << missing.front() << "=128`)\n";
@@ -183,8 +193,10 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
     auto lhs = eval_dim(fact.lhs), rhs = eval_dim(fact.rhs);
     if (lhs && rhs && !Holds(*lhs, fact.relation, *rhs)) {
       std::string values;
-      for (const auto& [var, name] : kernel->size_names)
-        values += (values.empty() ? "" : ", ") + name + " = " + std::to_string(run_options.sizes.at(var));
+      for (core::SizeVarId var : order)
+        if (kernel->size_names.count(var))
+          values += (values.empty() ? "" : ", ") + kernel->size_names.at(var) + " = " +
+                    std::to_string(run_options.sizes.at(var));
       err << "weft: the sizes break kernel `" << options.kernel << "`'s `where` clause: `"
           << core::ToString(fact.lhs, names) << " " << core::Spelling(fact.relation) << " "
           << core::ToString(fact.rhs, names) << "` is false with " << values << "\n";
