@@ -224,7 +224,8 @@ std::string Printer::Print() {
         out << "      " << (plan_.target == Target::Sm90a ? "warpgroups" : "warps") << " " << oc.warps_m << " x "
             << oc.warps_n << " over M x N";
         if (oc.desc_a)
-          out << "; A descriptor LBO " << oc.desc_a->leading_byte_offset << " SBO " << oc.desc_a->stride_byte_offset;
+          out << "; A descriptor LBO " << oc.desc_a->leading_byte_offset << " SBO " << oc.desc_a->stride_byte_offset
+              << (oc.a_mn_major ? " (MN-major)" : "");
         if (oc.desc_b)
           out << "; B descriptor LBO " << oc.desc_b->leading_byte_offset << " SBO " << oc.desc_b->stride_byte_offset
               << (oc.b_mn_major ? " (MN-major)" : "");

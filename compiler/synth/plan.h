@@ -32,7 +32,8 @@
 //     parent's buffer). A `regs` of a view gives its `copy` in the *parent's* coordinates (the
 //     parent's last axis is the contiguous one): element (r, c) of the copy is element (c, r) of
 //     the `regs` result. wgmma reading B through a view has `b_mn_major` false and `desc_b` the
-//     parent's K-major descriptor.
+//     parent's K-major descriptor; reading A through one, `a_mn_major` true and an MN-major
+//     `desc_a` of the view's layout.
 //   - An mma operand's TV layout may equal the tiled atom's only up to the order of each thread's
 //     values (attention's P, in the accumulator layout of the first mma, as the A operand of the
 //     second): codegen finds each fragment register's value by its (row, col).

@@ -998,9 +998,15 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
     int eb = ElementBytes(info.dtype);
     auto shared_of = [&](ValueId v) { return std::get<tile::op::ToRegs>(kernel_.Get(V(v).def).node).src; };
     if (info.a_from_shared) {
-      const ValueChoice& vc = at.values[shared_of(mma.a).index];
-      auto d = layout::GmmaDescriptorFor(*vc.shared, vc.swizzle_mode, layout::Major::kK, eb);
+      // A through a transposed view of a K x M tile (M contiguous) is MN-major: the view's layout
+      // is already M x K.
+      ValueId sa = shared_of(mma.a);
+      bool view = TransposedParent(kernel_, sa).has_value();
+      const ValueChoice& vc = at.values[sa.index];
+      auto d =
+          layout::GmmaDescriptorFor(*vc.shared, vc.swizzle_mode, view ? layout::Major::kMN : layout::Major::kK, eb);
       if (d.ok()) oc.desc_a = *d;
+      oc.a_mn_major = view;
     }
     if (std::optional<ValueId> parent = TransposedParent(kernel_, shared_of(mma.b))) {
       const ValueChoice& vp = at.values[parent->index];  // N x K, K contiguous: a K-major B
