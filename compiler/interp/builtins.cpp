@@ -18,14 +18,69 @@ namespace {
 
 const std::map<std::string, std::size_t, std::less<>>& Arities() {
   static const std::map<std::string, std::size_t, std::less<>> arities = {
-      {"+", 2},      {"-", 2},      {"*", 2},          {"/", 2},         {"%", 2},       {"==", 2},      {"!=", 2},
-      {"<", 2},      {"<=", 2},     {">", 2},          {">=", 2},        {"&&", 2},      {"||", 2},      {"@", 2},
-      {"|>", 2},     {"negate", 1}, {"map", 2},        {"map2", 3},      {"reduce", 3},  {"scan", 3},    {"sum", 1},
-      {"max", 1},    {"min", 1},    {"mean", 1},       {"argmax", 1},    {"maximum", 2}, {"minimum", 2}, {"select", 3},
-      {"exp", 1},    {"log", 1},    {"sqrt", 1},       {"rsqrt", 1},     {"tanh", 1},    {"sigmoid", 1}, {"sin", 1},
-      {"cos", 1},    {"abs", 1},    {"matmul_f32", 2}, {"transpose", 1}, {"permute", 2}, {"reshape", 2}, {"concat", 2},
-      {"expand", 1}, {"iota", 1},   {"zeros", 1},      {"ones", 1},      {"full", 2},    {"gather", 2},  {"dequant", 3},
-      {"load", 1},   {"save", 2},   {"random", 2},     {"arg", 1},       {"print", 1},   {"time", 1},
+      {"+", 2},
+      {"-", 2},
+      {"*", 2},
+      {"/", 2},
+      {"%", 2},
+      {"==", 2},
+      {"!=", 2},
+      {"<", 2},
+      {"<=", 2},
+      {">", 2},
+      {">=", 2},
+      {"&&", 2},
+      {"||", 2},
+      {"@", 2},
+      {"|>", 2},
+      {"negate", 1},
+      {"map", 2},
+      {"map2", 3},
+      {"reduce", 3},
+      {"scan", 3},
+      {"sum", 1},
+      {"max", 1},
+      {"min", 1},
+      {"mean", 1},
+      {"argmax", 1},
+      {"maximum", 2},
+      {"minimum", 2},
+      {"select", 3},
+      {"exp", 1},
+      {"log", 1},
+      {"sqrt", 1},
+      {"rsqrt", 1},
+      {"tanh", 1},
+      {"sigmoid", 1},
+      {"sin", 1},
+      {"cos", 1},
+      {"abs", 1},
+      {"matmul_f32", 2},
+      {"transpose", 1},
+      {"permute", 2},
+      {"reshape", 2},
+      {"concat", 2},
+      {"expand", 1},
+      {"iota", 1},
+      {"zeros", 1},
+      {"ones", 1},
+      {"full", 2},
+      {"gather", 2},
+      {"dequant", 3},
+      {"load", 1},
+      {"save", 2},
+      {"random", 2},
+      {"arg", 1},
+      {"print", 1},
+      {"time", 1},
+      // The kernel operations (docs/kernels.md), inside kernel runs.
+      {"block_idx", 0},
+      {"tile", 3},
+      {"shared", 1},
+      {"regs", 1},
+      {"convert", 1},
+      {"mma", 3},
+      {"store", 2},
   };
   return arities;
 }
@@ -122,6 +177,10 @@ EvalResult<ValueRef> Evaluator::CallBuiltin(const Function& fn, Span span) {
     };
   };
 
+  if (name == "block_idx" || name == "tile" || name == "shared" || name == "regs" || name == "convert" ||
+      name == "mma" || name == "store") {
+    return CallKernelOp(fn, span);
+  }
   if (auto op = BinaryOps().find(name); op != BinaryOps().end()) {
     return Lift(Binary(op->second, TensorArg(fn, 0), TensorArg(fn, 1)), span);
   }
@@ -206,6 +265,98 @@ EvalResult<ValueRef> Evaluator::CallBuiltin(const Function& fn, Span span) {
     return MakeValue(Tuple{*r, MakeValue(ScalarFromDouble(Dtype::F64, ms))});
   }
   return RuntimeError{span, "internal: the built-in `" + name + "` has no implementation"};
+}
+
+EvalResult<ValueRef> Evaluator::CallKernelOp(const Function& fn, Span span) {
+  // The kernel tier's meaning with spaces and layouts ignored (docs/kernels.md): `tile` of an input
+  // is its elements (a copy: inputs never change), of an `out` parameter a reference `store` writes
+  // through; `shared`, `regs` and `convert` are the identity on values; `mma` is matmul_f32 plus
+  // the accumulator.
+  const std::string& name = fn.builtin;
+  if (kernels.empty()) return RuntimeError{span, "internal: `" + name + "` outside a kernel run"};
+  KernelRun& run = kernels.back();
+  if (name == "block_idx") {
+    if (run.block.size() == 1) return MakeValue(ScalarFromInt(Dtype::I64, run.block[0]));
+    Tuple coords;
+    for (std::int64_t b : run.block) coords.push_back(MakeValue(ScalarFromInt(Dtype::I64, b)));
+    return MakeValue(std::move(coords));
+  }
+  if (name == "shared" || name == "regs" || name == "convert") return fn.args[0];
+  if (name == "mma") {
+    OpResult product = MatMulF32(TensorArg(fn, 0), TensorArg(fn, 1));
+    if (!product) return Lift(std::move(product), span);
+    return Lift(Binary(BinaryOp::Add, TensorArg(fn, 2), *product), span);
+  }
+  if (name == "tile") {
+    const auto* out = std::get_if<OutRef>(&fn.args[0]->node);
+    const HostTensor* input = std::get_if<HostTensor>(&fn.args[0]->node);
+    std::vector<std::int64_t> dims = out ? run.outs.at(out->index).shape : input->shape;
+    std::vector<std::int64_t> extents = ShapeArg(TensorArg(fn, 1));
+    std::vector<std::int64_t> coords;
+    if (const auto* tuple = std::get_if<Tuple>(&fn.args[2]->node)) {
+      for (const ValueRef& c : *tuple) coords.push_back(runtime::LoadInt64(std::get<HostTensor>(c->node), 0));
+    } else {
+      coords.push_back(runtime::LoadInt64(TensorArg(fn, 2), 0));
+    }
+    std::size_t q = dims.size(), r = extents.size();
+    if (coords.size() != q || r > q) return RuntimeError{span, "internal: `tile` with coordinates unlike its tensor's"};
+    std::vector<std::int64_t> origin(q), size(q, 1);
+    for (std::size_t axis = 0; axis < q; ++axis) {
+      std::int64_t c = coords[axis];
+      bool tiled = axis >= q - r;
+      std::int64_t t = tiled ? extents[axis - (q - r)] : 1;
+      std::int64_t count = dims[axis] / t;
+      if (c < 0 || c >= count) {
+        std::string what = tiled ? "tiles of " + std::to_string(t) : "indices";
+        return RuntimeError{span, "tile coordinate " + std::to_string(c) + " along axis " + std::to_string(axis) +
+                                      " is out of range: an axis of " + std::to_string(dims[axis]) + " has " +
+                                      std::to_string(count) + " " + what + " (0 to " + std::to_string(count - 1) + ")"};
+      }
+      origin[axis] = c * t;
+      size[axis] = t;
+    }
+    if (out) return MakeValue(OutRef{out->index, true, origin, size});
+    // Copy the elements of the tile, row-major.
+    HostTensor t = HostTensor::Zeros(input->dtype, extents);
+    std::vector<std::int64_t> strides(q, 1);
+    for (std::size_t axis = q; axis-- > 1;) strides[axis - 1] = strides[axis] * dims[axis];
+    std::vector<std::int64_t> at(q, 0);
+    for (std::int64_t i = 0, n = t.Count(); i < n; ++i) {
+      std::int64_t flat = 0;
+      for (std::size_t axis = 0; axis < q; ++axis) flat += (origin[axis] + at[axis]) * strides[axis];
+      runtime::StoreBits(t, i, runtime::LoadBits(*input, flat));
+      for (std::size_t axis = q; axis-- > 0;) {
+        if (++at[axis] < size[axis]) break;
+        at[axis] = 0;
+      }
+    }
+    return MakeValue(std::move(t));
+  }
+  // store dst v: v's elements into the out tensor's tile, row-major.
+  const auto* dst = std::get_if<OutRef>(&fn.args[0]->node);
+  if (!dst || !dst->tile) return RuntimeError{span, "internal: `store` into something other than an out tile"};
+  const HostTensor& v = TensorArg(fn, 1);
+  HostTensor& target = run.outs.at(dst->index);
+  std::size_t q = target.shape.size();
+  std::int64_t count = 1;
+  for (std::int64_t e : dst->extents) count *= e;
+  if (v.Count() != count || v.dtype != target.dtype) {
+    return RuntimeError{span, "internal: `store` of " + std::string(Spelling(v.dtype)) + runtime::ShapeText(v.shape) +
+                                  " into a tile of " + std::to_string(count) + " elements"};
+  }
+  std::vector<std::int64_t> strides(q, 1);
+  for (std::size_t axis = q; axis-- > 1;) strides[axis - 1] = strides[axis] * target.shape[axis];
+  std::vector<std::int64_t> at(q, 0);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t flat = 0;
+    for (std::size_t axis = 0; axis < q; ++axis) flat += (dst->origin[axis] + at[axis]) * strides[axis];
+    runtime::StoreBits(target, flat, runtime::LoadBits(v, i));
+    for (std::size_t axis = q; axis-- > 0;) {
+      if (++at[axis] < dst->extents[axis]) break;
+      at[axis] = 0;
+    }
+  }
+  return MakeValue(Tuple{});
 }
 
 }  // namespace weft::interp

@@ -58,8 +58,18 @@ struct Function {
 
 using Tuple = std::vector<ValueRef>;
 
+// Inside a kernel run: an `out` parameter (`tile` = false) or a tile of one, which `store` writes.
+// `origin` and `extents` have one entry per axis of the out tensor; an axis that `tile` indexed
+// (and dropped) has extent 1. The checker lets these reach only `tile` and `store`.
+struct OutRef {
+  std::size_t index = 0;  // into the running kernel's outs
+  bool tile = false;
+  std::vector<std::int64_t> origin;
+  std::vector<std::int64_t> extents;
+};
+
 struct Value {
-  std::variant<HostTensor, Tuple, std::string, Function> node;
+  std::variant<HostTensor, Tuple, std::string, Function, OutRef> node;
 };
 
 template <typename T>
@@ -89,12 +99,25 @@ void MatchTypes(const VarStore& vars, const TypeRef& pattern, const TypeRef& con
 std::optional<std::string> MatchValue(const VarStore& vars, const TypeRef& type, const Value& value, Frame& frame);
 std::string ShowValue(const Value& value);
 
+// A kernel being run (docs/kernels.md, Meaning): its out tensors and the block being computed.
+struct KernelRun {
+  std::vector<HostTensor> outs;
+  std::vector<std::int64_t> block;  // block_idx, one entry per grid extent
+};
+
 struct Evaluator {
   const core::Module& module;
   const VarStore& vars;
   InterpreterOptions options;
   std::map<std::size_t, ValueRef> cache;      // values of parameterless definitions
   std::optional<RuntimeError> pending_error;  // raised inside a closure called by an op
+  std::vector<KernelRun> kernels;             // the kernels running, innermost last
+
+  // A call of a kernel with its inputs (fn.args): allocates its outs, runs the body once per
+  // block in row-major order, returns the outs (a tuple unless there is one).
+  EvalResult<ValueRef> RunKernel(const Function& fn, Span span);
+  // How many arguments a definition takes: its parameters, less a kernel's `out` ones.
+  std::size_t Arity(const core::Def& def) const;
 
   EvalResult<ValueRef> EvaluateDef(std::size_t index);
   EvalResult<ValueRef> Eval(core::ExprId id, Frame& frame);
@@ -105,13 +128,13 @@ struct Evaluator {
   std::optional<RuntimeError> Check(const RuntimeCheck& check, Frame& frame, bool defer);
   std::optional<RuntimeError> RetryChecks(Frame& frame);
   std::optional<std::size_t> FindDef(std::string_view name, std::size_t before) const;
-  // A kernel that the definition would call (the interpreter cannot run kernels).
-  std::optional<RuntimeError> Unrunnable(std::size_t index);
   // An op's result as a value; an error of a closure it called wins over the op's own.
   EvalResult<ValueRef> Lift(OpResult result, Span span);
 
   // ---- builtins.cpp ----
   EvalResult<ValueRef> CallBuiltin(const Function& fn, Span span);
+  // The kernel operations: block_idx, tile, shared, regs, convert, mma, store.
+  EvalResult<ValueRef> CallKernelOp(const Function& fn, Span span);
 };
 
 // How many arguments a built-in takes (the shape argument counts), or none for an unknown name.

@@ -309,7 +309,11 @@ EvalResult<ValueRef> Evaluator::EvalNode(const core::Expr& e, Frame& frame) {
                           Function fn;
                           fn.kind = Function::Kind::Def;
                           fn.def_index = *index;
-                          fn.arity = def.params.size();
+                          fn.arity = Arity(def);
+                          if (fn.arity == 0) {  // a kernel without inputs: the call is its use
+                            MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
+                            return RunKernel(fn, e.span);
+                          }
                           fn.span = e.span;
                           MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
                           return MakeValue(std::move(fn));
@@ -509,6 +513,7 @@ EvalResult<ValueRef> Evaluator::Call(const ValueRef& callee, const ValueRef& arg
     }
     case Function::Kind::Def: {
       const core::Def& def = module.defs()[next.def_index];
+      if (def.kernel) return RunKernel(next, span);
       Frame frame{vars, next.subst, nullptr, next.def_index, {}, false};
       for (std::size_t i = 0; i < next.arity; ++i) {
         EvalResult<ValueRef> bound = Bind(def.params[i], next.args[i], frame);
@@ -537,14 +542,87 @@ EvalResult<ValueRef> Evaluator::EvaluateDef(std::size_t index) {
     Function fn;
     fn.kind = Function::Kind::Def;
     fn.def_index = index;
-    fn.arity = def.params.size();
+    fn.arity = Arity(def);
     fn.span = def.span;
+    if (fn.arity == 0) {  // a kernel without inputs
+      EvalResult<ValueRef> value = RunKernel(fn, def.span);
+      if (value) cache.emplace(index, *value);
+      return value;
+    }
     return MakeValue(std::move(fn));
   }
   Frame frame{vars, {}, nullptr, index, {}, false};
   EvalResult<ValueRef> value = Eval(def.body, frame);
   if (value) cache.emplace(index, *value);
   return value;
+}
+
+std::size_t Evaluator::Arity(const core::Def& def) const {
+  if (!def.kernel) return def.params.size();
+  std::size_t inputs = 0;
+  for (bool out : def.kernel->out) inputs += out ? 0 : 1;
+  return inputs;
+}
+
+EvalResult<ValueRef> Evaluator::RunKernel(const Function& fn, Span span) {
+  // docs/kernels.md, Meaning: the body once per block, blocks in row-major order, spaces and
+  // layouts ignored; the out tensors start as zeros.
+  const core::Def& def = module.defs()[fn.def_index];
+  const core::KernelInfo& kernel = *def.kernel;
+  Frame frame{vars, fn.subst, nullptr, fn.def_index, {}, false};
+  std::size_t arg = 0;
+  for (std::size_t i = 0; i < def.params.size(); ++i) {
+    if (kernel.out[i]) continue;
+    EvalResult<ValueRef> bound = Bind(def.params[i], fn.args[arg++], frame);
+    if (!bound) return bound;
+  }
+  KernelRun run;
+  for (std::size_t i = 0; i < def.params.size(); ++i) {
+    if (!kernel.out[i]) continue;
+    const core::Pattern& p = module.Get(def.params[i]);
+    TypeRef type = vars.Resolve(p.type);
+    const auto* tensor = std::get_if<TensorType>(&type->node);
+    if (!tensor) return RuntimeError{p.span, "internal: an `out` parameter that is not a tensor"};
+    EvalResult<std::vector<std::int64_t>> dims = frame.ShapeOf(tensor->shape, p.span);
+    if (!dims) {
+      const auto* name = std::get_if<core::pattern::Name>(&p.node);
+      return RuntimeError{span, "the shape `" + core::TypePrinter(vars).Print(p.type) + "` of `out` parameter `" +
+                                    (name ? name->name : "_") + "` is not determined by the kernel's inputs"};
+    }
+    run.outs.push_back(HostTensor::Zeros(frame.ElemOf(tensor->elem), *dims));
+    EvalResult<ValueRef> bound = Bind(def.params[i], MakeValue(OutRef{run.outs.size() - 1, false, {}, {}}), frame);
+    if (!bound) return bound;
+  }
+  std::vector<std::int64_t> grid;
+  for (core::ExprId g : kernel.grid) {
+    EvalResult<ValueRef> extent = Eval(g, frame);
+    if (!extent) return extent;
+    grid.push_back(runtime::LoadInt64(std::get<HostTensor>((*extent)->node), 0));
+  }
+  kernels.push_back(std::move(run));
+  std::shared_ptr<const Env> saved = frame.env;
+  std::vector<std::int64_t> block(grid.size(), 0);
+  bool empty = false;
+  for (std::int64_t g : grid) empty = empty || g <= 0;
+  while (!empty) {
+    kernels.back().block = block;
+    frame.env = saved;
+    EvalResult<ValueRef> done = Eval(def.body, frame);
+    if (!done) {
+      kernels.pop_back();
+      return done;
+    }
+    // The next block, the last axis fastest.
+    std::size_t axis = grid.size();
+    while (axis > 0 && ++block[axis - 1] == grid[axis - 1]) block[--axis] = 0;
+    if (axis == 0) break;
+  }
+  std::vector<HostTensor> outs = std::move(kernels.back().outs);
+  kernels.pop_back();
+  if (outs.size() == 1) return MakeValue(std::move(outs.front()));
+  Tuple values;
+  for (HostTensor& t : outs) values.push_back(MakeValue(std::move(t)));
+  return MakeValue(std::move(values));
 }
 
 EvalResult<ValueRef> Evaluator::Lift(OpResult result, Span span) {
@@ -565,6 +643,7 @@ std::string ShowValue(const Value& value) {
                           return out + ")";
                         },
                         [](const Function&) { return std::string("<function>"); },
+                        [](const OutRef&) { return std::string("<out tile>"); },
                     },
                     value.node);
 }
@@ -576,82 +655,14 @@ struct Interpreter::State {
 };
 
 Interpreter::Interpreter(const core::Module& module, const core::VarStore& vars, InterpreterOptions options)
-    : state_(std::make_unique<State>(State{Evaluator{module, vars, std::move(options), {}, {}}})) {}
+    : state_(std::make_unique<State>(State{Evaluator{module, vars, std::move(options), {}, {}, {}}})) {}
 
 Interpreter::~Interpreter() = default;
-
-namespace {
-
-// The expressions directly inside `e`.
-std::vector<core::ExprId> Children(const core::Expr& e) {
-  namespace ce = core::expr;
-  return std::visit(Overloaded{
-                        [](const ce::Apply& a) {
-                          std::vector<core::ExprId> out{a.callee};
-                          out.insert(out.end(), a.args.begin(), a.args.end());
-                          return out;
-                        },
-                        [](const ce::Lambda& l) { return std::vector<core::ExprId>{l.body}; },
-                        [](const ce::Let& l) {
-                          return std::vector<core::ExprId>{l.value, l.body};
-                        },
-                        [](const ce::If& i) {
-                          return std::vector<core::ExprId>{i.condition, i.then_branch, i.else_branch};
-                        },
-                        [](const ce::Tuple& t) { return t.elements; },
-                        [](const ce::TensorLit& t) { return t.elements; },
-                        [](const ce::Index& x) {
-                          std::vector<core::ExprId> out{x.base};
-                          for (const ce::IndexItem& item : x.items) {
-                            if (item.kind == ce::IndexItem::Kind::At) out.push_back(item.at);
-                          }
-                          return out;
-                        },
-                        [](const ce::Loop& l) {
-                          return std::vector<core::ExprId>{l.init, l.bound, l.body};
-                        },
-                        [](const ce::Cast& c) { return std::vector<core::ExprId>{c.operand}; },
-                        [](const auto&) { return std::vector<core::ExprId>{}; },
-                    },
-                    e.node);
-}
-
-}  // namespace
-
-std::optional<RuntimeError> Evaluator::Unrunnable(std::size_t index) {
-  // Every definition `index` can reach, before any of it runs: a kernel among them cannot run on
-  // the CPU, and a program should not compute its inputs only to stop there.
-  std::vector<std::size_t> todo{index};
-  std::set<std::size_t> seen{index};
-  while (!todo.empty()) {
-    const core::Def& def = module.defs()[todo.back()];
-    std::size_t at = todo.back();
-    todo.pop_back();
-    if (!def.body) continue;
-    std::vector<core::ExprId> exprs{def.body};
-    while (!exprs.empty()) {
-      const core::Expr& e = module.Get(exprs.back());
-      exprs.pop_back();
-      if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
-        std::optional<std::size_t> callee = FindDef(global->name, at);
-        if (callee && !module.defs()[*callee].body) {
-          return RuntimeError{e.span, "`" + global->name +
-                                          "` is a kernel: the interpreter cannot run kernels yet (they run on "
-                                          "the GPU, whose code generation does not exist yet)"};
-        }
-        if (callee && seen.insert(*callee).second) todo.push_back(*callee);
-      }
-      for (core::ExprId child : Children(e)) exprs.push_back(child);
-    }
-  }
-  return std::nullopt;
-}
 
 EvalResult<ValueRef> Interpreter::Evaluate(const core::Def& def) {
   const std::vector<core::Def>& defs = state_->evaluator.module.defs();
   for (std::size_t i = 0; i < defs.size(); ++i) {
     if (&defs[i] != &def) continue;
-    if (auto error = state_->evaluator.Unrunnable(i)) return *error;
     return state_->evaluator.EvaluateDef(i);
   }
   return RuntimeError{def.span, "internal: the definition is not in the module"};
