@@ -91,6 +91,15 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
       if (tensor.space->text == "shared" || tensor.space->text == "reg")
         diagnostics_.Emit(DiagnosticKind::ParamSpace, tensor.space->span, name->name, tensor.space->text);
     }
+    if (!std::holds_alternative<TensorType>(vars_.Resolve(type)->node)) {
+      // A kernel's arguments live in device memory or in every thread's registers: tensors and
+      // scalars, whose types are written.
+      Span at = typed ? ast_->Get(typed->type).span : p.span;
+      std::string text = typed ? "has type `" + TypePrinter(vars_).Print(type) + "`" : "has no type written";
+      Span name_span = typed ? ast_->Get(typed->pattern).span : p.span;
+      diagnostics_.Emit(DiagnosticKind::KernelParamType, at, std::string(sources_.Text(name_span)), text);
+      type = MakeTensor(Elem{vars_.NewElemVar()}, Shape::Spread(vars_.NewShapeVar()));
+    }
     context.param_spaces.push_back(placement);
     (param.out ? outputs : inputs).push_back(type);
     if (typed) {
