@@ -56,7 +56,7 @@ TEST_CASE("unfinished inputs continue on the next line", "[repl]") {
 TEST_CASE("tab completes commands at the start of a line", "[repl]") {
   Completion all = Complete(":", 1, {});
   CHECK(all.start == 0);
-  CHECK(all.candidates.size() == 8);
+  CHECK(all.candidates.size() == 9);
   CHECK(Complete(":t", 2, {}).candidates == std::vector<std::string>{":type"});
   CHECK(Complete("  :re", 5, {}).candidates == std::vector<std::string>{":reload"});
   CHECK(Complete("  :re", 5, {}).start == 2);

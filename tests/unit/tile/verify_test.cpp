@@ -154,7 +154,7 @@ TEST_CASE("a view of a view, and coordinates of the wrong count", "[tile]") {
   RequireViolation(h.k, "has 1 coordinates");
 }
 
-TEST_CASE("transpose: a view of a shared tile with the axes swapped; not of a register tile", "[tile]") {
+TEST_CASE("transpose: a view of a shared tile with the axes swapped, never of a register tile", "[tile]") {
   Gemm g;
   // B as the transposed view of an N x K shared tile: sb.T
   ValueId t = g.EmitInLoop(op::Transpose{g.sa}, Dtype::BF16, Space::Shared, Shape({64, 128}));
