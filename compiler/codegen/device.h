@@ -1,0 +1,66 @@
+// Device code generation: a synthesized tile kernel (tile::Kernel + synth::Plan) to LLVM IR for
+// `nvptx64-nvidia-cuda`, then PTX through LLVM's NVPTX back end (and a cubin through ptxas when the
+// CUDA toolkit is installed). The generated code is what the simulator (compiler/sim) executes, per
+// thread: each Reg tile lives in the registers its TV layout gives the thread, each Shared tile at
+// the swizzled byte addresses of its layout, each op is the instruction the plan chose.
+//
+// The launch contract (how the host side, `weft build`'s generated code and tests/gpu, calls an
+// entry). The entry is named after the kernel and takes, in this order:
+//   1. every tensor parameter of the kernel, `out` ones included, in source order: a 64-bit
+//      address of its first element in global memory (row-major, densely packed);
+//   2. every size in `DeviceKernel::sizes` order: an i64 (the extent the host bound it to);
+//   3. every scalar parameter, in source order: i64 for integer dtypes, f32/f64 for floats, and i32
+//      (0 or 1) for bool;
+//   4. every tensor map in `DeviceKernel::tensor_maps` order (sm_90a TMA copies): a 128-byte
+//      CUtensorMap by value (`.param .align 64 .b8 NAME[128]`), encoded by the host with
+//      weft_tensor_map_encode_tiled from the spec.
+// The block is `threads` x 1 x 1 with `shared_bytes` of dynamic shared memory; the grid is the
+// kernel's `grid` extents evaluated over the bound sizes (x = the first). `out` tensors must be
+// zero-filled before the launch (the kernel tier's meaning, docs/kernels.md). The host checks the
+// kernel's `where` facts before launching; the entry assumes them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/source.h"
+#include "core/dim.h"
+#include "diagnostics/diagnostic.h"
+#include "layout/swizzle.h"
+#include "synth/plan.h"
+#include "tile/ir.h"
+
+namespace weft::codegen {
+
+// A TMA tensor map the entry takes (sm_90a): the 2-D view of a tensor parameter with its leading
+// axes flattened into rows (plan.h's `tma_boxes` convention), one box shape and swizzle.
+struct TensorMapSpec {
+  int param = 0;              // index into Kernel::params
+  std::int64_t box_cols = 0;  // the box's extent along the tensor's last axis (elements)
+  std::int64_t box_rows = 0;  // ... and along the flattened rows
+  layout::SwizzleMode swizzle = layout::SwizzleMode::kNone;
+};
+
+struct DeviceKernel {
+  std::string entry;  // the PTX entry's name
+  synth::Target target = synth::Target::Sm80;
+  std::string llvm_ir;  // the module as text, before the O3 pipeline (`--emit=llvm`)
+  std::string ptx;      // what LLVM's NVPTX target printed after O3 (`--emit=ptx`)
+  std::int64_t threads = 0;
+  std::int64_t shared_bytes = 0;  // dynamic shared memory per block
+  std::vector<core::SizeVarId> sizes;
+  std::vector<TensorMapSpec> tensor_maps;
+};
+
+struct Options {
+  bool line_info = true;  // .loc/.file directives that point at the .weft source
+};
+
+// The kernel's PTX for its plan's target. Errors are diagnostics at the op codegen cannot emit
+// (E0750-E0799; E07xx below 50 are the simulator's), never a crash; a plan the simulator runs must generate.
+Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
+                                                         const SourceManager& sources, const Options& options = {});
+
+}  // namespace weft::codegen
