@@ -1,4 +1,5 @@
 // `weft explain`: check -> core -> tile::Lower -> synth::Synthesize -> synth::Explain, per kernel.
+// ForEachKernel is the shared front half (`weft build --emit` uses it too).
 #include "driver/explain_command.h"
 
 #include <unistd.h>
@@ -15,7 +16,7 @@
 
 namespace weft::driver {
 
-int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
+int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action) {
   SourceManager sources;
   Diagnostics diagnostics;
   bool color = UseColor(options.color, STDERR_FILENO);
@@ -64,18 +65,27 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
       for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
       continue;
     }
-    synth::ExplainOptions explain;
-    explain.timings = options.timings;
-    explain.sources = &sources;
-    if (kernels > 1) out << "\n";
-    out << synth::Explain(*kernel, *plan, explain);
+    action(*kernel, *plan, sources, diagnostics, kernels);
   }
-  out.flush();
   if (kernels == 0 && !options.kernel.empty()) {
     err << "weft: `" << path << "` has no kernel named `" << options.kernel << "`\n";
     return 2;
   }
   return report();
+}
+
+int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
+  int status = ForEachKernel(
+      options, err,
+      [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources, Diagnostics&, int index) {
+        synth::ExplainOptions explain;
+        explain.timings = options.timings;
+        explain.sources = &sources;
+        if (index > 1) out << "\n";
+        out << synth::Explain(kernel, plan, explain);
+      });
+  out.flush();
+  return status;
 }
 
 }  // namespace weft::driver

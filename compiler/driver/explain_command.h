@@ -3,10 +3,14 @@
 // target, and prints the plan (synth/explain.h). See docs/synthesis.md.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 
+#include "diagnostics/diagnostic.h"
 #include "driver/options.h"
+#include "synth/plan.h"
+#include "tile/ir.h"
 
 namespace weft::driver {
 
@@ -14,5 +18,12 @@ namespace weft::driver {
 // 1 on an error in the input (a check, lowering or synthesis error), 2 on bad usage (no such
 // kernel, an unknown target).
 int RunExplain(const Options& options, std::ostream& out, std::ostream& err);
+
+// Checks options.inputs[0], then lowers and synthesizes each of its kernels (or options.kernel) for
+// options.target and calls `action` with each plan (index counts from 1). Diagnostics of every step,
+// and those `action` adds, go to `err`. Returns as RunExplain does.
+using KernelAction =
+    std::function<void(const tile::Kernel&, const synth::Plan&, const SourceManager&, Diagnostics&, int index)>;
+int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action);
 
 }  // namespace weft::driver

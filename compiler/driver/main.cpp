@@ -14,6 +14,7 @@
 #include "base/stack.h"
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "driver/build_command.h"
 #include "driver/explain_command.h"
 #include "driver/layout_command.h"
 #include "driver/options.h"
@@ -178,6 +179,8 @@ ExitCode Main(int argc, char** argv) {
       return static_cast<ExitCode>(driver::RunSimulate(*options, std::cout, std::cerr));
     case driver::Command::Explain:
       return static_cast<ExitCode>(driver::RunExplain(*options, std::cout, std::cerr));
+    case driver::Command::Build:
+      return static_cast<ExitCode>(driver::RunBuild(*options, std::cout, std::cerr));
     case driver::Command::Lsp:
       return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, DefaultCheckOptions()));
     case driver::Command::Help:

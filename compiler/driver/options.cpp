@@ -84,6 +84,17 @@ constexpr CommandInfo kCommands[] = {
      "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
      "  --no-timings      leave out the solver's time (for golden tests)\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+    {"build", Command::Build, "compile the kernels of FILE to GPU code (`--emit=ptx` or `--emit=llvm`)",
+     "usage: weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_80|sm_90a]\n"
+     "\n"
+     "Checks FILE, synthesizes each kernel's layouts and instructions for the target and generates its\n"
+     "device code through LLVM's NVPTX back end (docs/codegen.md). Executables (`-o EXE`) are not built\n"
+     "yet: the host side of code generation comes next.\n"
+     "  --emit=ptx        print each kernel's PTX (after LLVM's O3 pipeline)\n"
+     "  --emit=llvm       print each kernel's LLVM IR (before optimization)\n"
+     "  --kernel NAME     only this kernel\n"
+     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"lsp", Command::Lsp, "a language server for editors (the Language Server Protocol, on stdin and stdout)",
      "usage: weft lsp\n"
      "\n"
@@ -197,10 +208,21 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
         error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
         return std::nullopt;
       }
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+    } else if (options.command == Command::Build && TakeValue(args, i, "emit", value)) {
+      if (value == "ptx") {
+        options.emit = Emit::Ptx;
+      } else if (value == "llvm") {
+        options.emit = Emit::Llvm;
+      } else {
+        error = "unknown value `" + value + "` for --emit; expected `ptx` or `llvm`";
+        return std::nullopt;
+      }
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
+                options.command == Command::Build) &&
                TakeValue(args, i, "kernel", value)) {
       options.kernel = value;
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
+                options.command == Command::Build) &&
                TakeValue(args, i, "target", value)) {
       options.target = value;
     } else if (options.command == Command::Explain && args[i] == "--no-timings") {
@@ -242,6 +264,10 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     } else {
       return options;
     }
+    return std::nullopt;
+  }
+  if (options.command == Command::Build && options.emit != Emit::Ptx && options.emit != Emit::Llvm) {
+    error = "`weft build` does not build executables yet: give --emit=ptx or --emit=llvm to print device code";
     return std::nullopt;
   }
   if (options.command == Command::Simulate && options.kernel.empty()) {

@@ -11,9 +11,9 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain, Build };
 
-enum class Emit { Types, Core, Tile, Ast, AstSexp };
+enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx };
 
 struct Options {
   Command command = Command::None;
@@ -28,7 +28,7 @@ struct Options {
   // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter.
   std::vector<std::string> program_args;
   bool cpu = false;
-  // `weft explain` and `weft simulate`: the kernel (explain: all when empty) and the target;
+  // `weft explain`, `weft simulate` and `weft build`: the kernel (explain: all when empty) and the target;
   // simulate: `name=value` sizes and the inputs' seed.
   std::string kernel;
   std::string target = "sm_80";

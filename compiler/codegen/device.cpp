@@ -1,0 +1,969 @@
+// Device code generation; see device.h for the contract and docs/codegen.md for what each op becomes.
+//
+// The generated entry is the simulator's executor (compiler/sim/executor.cpp) specialized to one
+// thread whose index is only known at run time:
+//   - a TV layout (thread, value) -> element is evaluated with the thread index as an IR value and
+//     the value index as a constant (CuTe's colexicographic decomposition, leaf by leaf), so a
+//     thread's addresses are a few shifts and masks of its index;
+//   - a Reg tile is one SSA value per value index; where an instruction needs an element, the value
+//     index that holds it is found at compile time by evaluating the layouts for every thread of the
+//     block, and must be the same in every thread (renaming registers is free on the GPU, moving
+//     elements between threads is not); otherwise E0750 names the op.
+#include "codegen/device.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "layout/atoms.h"
+
+namespace weft::codegen {
+
+namespace {
+
+using layout::TvLayout;
+using tile::OpId;
+using tile::ValueId;
+using RowCol = TvLayout::RowCol;
+
+// A construct the emitter does not handle: becomes E0750 at the op.
+struct Unsupported {
+  Span span;
+  std::string message;
+};
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+int ElementBytes(Dtype d) {
+  return std::max(1, Bits(d) / 8);
+}
+
+bool IsFloat(Dtype d) {
+  return d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F32 || d == Dtype::F64;
+}
+
+// A TV layout evaluated for every (thread, value), with the inverse per thread: which value index
+// holds an element.
+struct FlatTv {
+  std::int64_t threads = 0, values = 0, rows = 0;
+  std::vector<std::int64_t> index;  // thread + threads * value -> row + rows * col
+  std::vector<std::unordered_map<std::int64_t, int>> held;
+  RowCol At(std::int64_t t, std::int64_t v) const {
+    std::int64_t i = index[static_cast<std::size_t>(t + threads * v)];
+    return {i % rows, i / rows};
+  }
+};
+
+// A global tensor or a view of it: the byte address of its element (0, ..., 0) and the strides (in
+// elements) of its last two axes.
+struct GlobalSlot {
+  llvm::Value* address = nullptr;     // i64
+  std::vector<llvm::Value*> extents;  // the parameter's extents (i64), for strides
+  std::vector<llvm::Value*> strides;  // row-major strides of the parameter (i64 elements)
+  int view_rank = 0;                  // 0 for the parameter itself
+};
+
+struct Slot {
+  llvm::Value* scalar = nullptr;
+  std::optional<GlobalSlot> global;
+  llvm::Value* shared = nullptr;          // i32 byte offset of a Shared tile's buffer (this stage's)
+  std::optional<ValueId> shared_view_of;  // a transposed view: the parent tile
+  std::vector<llvm::Value*> regs;         // a Reg tile: one per value index
+};
+
+class Emitter {
+ public:
+  Emitter(const tile::Kernel& kernel, const synth::Plan& plan, llvm::LLVMContext& ctx, llvm::Module& module)
+      : k_(kernel), plan_(plan), ctx_(ctx), m_(module), b_(ctx) {}
+
+  DeviceKernel Emit();
+
+ private:
+  // --- types and helpers ---
+  llvm::Type* ElemType(Dtype d);
+  llvm::Value* I64(std::int64_t v) { return b_.getInt64(static_cast<std::uint64_t>(v)); }
+  llvm::Value* I32(std::int64_t v) { return b_.getInt32(static_cast<std::uint32_t>(v)); }
+  const tile::Value& Val(ValueId v) const { return k_.Get(v); }
+  std::string Name(ValueId v) const {
+    return Val(v).name.empty() ? "%" + std::to_string(v.index) : "`" + Val(v).name + "`";
+  }
+  [[noreturn]] void Fail(std::string message) { throw Unsupported{span_, std::move(message)}; }
+  const TvLayout& Tv(ValueId v);
+  const FlatTv& Flat(const TvLayout& tv);
+  RowCol Extent(ValueId v);
+  // The value index of `v` that holds, in every thread t, the element elem(t); E0750 if none or if
+  // it differs between threads.
+  int UniformValue(ValueId v, const std::function<RowCol(std::int64_t)>& elem, std::string_view what);
+  llvm::Value* EvalLeaves(const layout::Layout& mode, llvm::Value* index);  // i32
+  // The element (row, col) of TV layout `tv` for this thread and value v: i32 values.
+  std::pair<llvm::Value*, llvm::Value*> TvElement(const TvLayout& tv, std::int64_t v);
+  llvm::Value* SharedOffset(ValueId shared, llvm::Value* row, llvm::Value* col);  // i32 element offset
+  llvm::Value* DimValue(const core::Dim& d);
+  llvm::Value* Scalar(ValueId v);
+  llvm::Value* Convert(llvm::Value* x, Dtype from, Dtype to);
+  llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args,
+                         llvm::ArrayRef<llvm::Type*> types = {});
+  void Barrier();
+
+  // --- ops ---
+  void EmitBlock(const std::vector<OpId>& ops);
+  void EmitOp(OpId id);
+  void EmitScalarOp(const tile::Op& op, const tile::op::ScalarOp& s);
+  void EmitView(const tile::Op& op, const tile::op::View& v);
+  void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s);
+  void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
+  void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
+  void EmitStore(OpId id, const tile::op::Store& s);
+  void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
+  void EmitMap(const tile::op::Map& m, ValueId result);
+  std::vector<llvm::Value*> SameLayoutRegs(ValueId src, ValueId dst, std::string_view what);
+
+  const tile::Kernel& k_;
+  const synth::Plan& plan_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  llvm::Value* tid_ = nullptr;   // i32
+  llvm::Value* smem_ = nullptr;  // ptr addrspace(3)
+  std::vector<Slot> slots_;
+  std::map<core::SizeVarId, llvm::Value*> sizes_;
+  std::unordered_map<const TvLayout*, FlatTv> flat_;
+  std::vector<llvm::Value*> iterations_;  // enclosing loops' counters (i64), innermost last
+  Span span_;
+};
+
+llvm::Type* Emitter::ElemType(Dtype d) {
+  switch (d) {
+    case Dtype::F32:
+      return b_.getFloatTy();
+    case Dtype::F64:
+      return b_.getDoubleTy();
+    case Dtype::F16:
+      return b_.getHalfTy();
+    case Dtype::BF16:
+      return b_.getBFloatTy();
+    case Dtype::Bool:
+      return b_.getInt1Ty();
+    default:
+      break;
+  }
+  if (Bits(d) >= 8 && !IsFloat(d)) return b_.getIntNTy(static_cast<unsigned>(Bits(d)));
+  Fail("elements of type `" + std::string(Spelling(d)) + "`");
+}
+
+bool IsSigned(Dtype d) {
+  return d == Dtype::I8 || d == Dtype::I16 || d == Dtype::I32 || d == Dtype::I64;
+}
+
+const TvLayout& Emitter::Tv(ValueId v) {
+  const auto& choice = plan_.values.at(v.index);
+  if (!choice.regs) Fail("the plan gives register tile " + Name(v) + " no TV layout");
+  return *choice.regs;
+}
+
+const FlatTv& Emitter::Flat(const TvLayout& tv) {
+  auto it = flat_.find(&tv);
+  if (it != flat_.end()) return it->second;
+  FlatTv f{tv.threads(), tv.values(), tv.rows, {}, {}};
+  f.index.resize(static_cast<std::size_t>(f.threads * f.values));
+  for (std::int64_t i = 0; i < f.threads * f.values; ++i) f.index[static_cast<std::size_t>(i)] = tv.layout(i);
+  f.held.resize(static_cast<std::size_t>(f.threads));
+  for (std::int64_t t = 0; t < f.threads; ++t)
+    for (std::int64_t v = f.values - 1; v >= 0; --v)  // the lowest value index wins
+      f.held[static_cast<std::size_t>(t)][f.index[static_cast<std::size_t>(t + f.threads * v)]] = static_cast<int>(v);
+  return flat_.emplace(&tv, std::move(f)).first->second;
+}
+
+RowCol Emitter::Extent(ValueId v) {
+  const auto& shape = Val(v).shape;
+  std::vector<std::int64_t> c;
+  for (const auto& d : shape) {
+    auto x = d.AsConstant();
+    if (!x) Fail(Name(v) + " has a symbolic extent");
+    c.push_back(*x);
+  }
+  if (c.size() == 1) return {c[0], 1};
+  if (c.size() == 2) return {c[0], c[1]};
+  Fail(Name(v) + " has rank " + std::to_string(c.size()) + ": tiles of rank 1 and 2 are generated");
+}
+
+int Emitter::UniformValue(ValueId v, const std::function<RowCol(std::int64_t)>& elem, std::string_view what) {
+  const FlatTv& f = Flat(Tv(v));
+  int found = -1;
+  for (std::int64_t t = 0; t < plan_.threads; ++t) {
+    RowCol e = elem(t);
+    auto it = f.held[static_cast<std::size_t>(t)].find(e.row + f.rows * e.col);
+    if (it == f.held[static_cast<std::size_t>(t)].end())
+      Fail("thread " + std::to_string(t) + " does not hold element (" + std::to_string(e.row) + ", " +
+           std::to_string(e.col) + ") of " + Name(v) + ", which " + std::string(what) + " needs");
+    if (found >= 0 && it->second != found)
+      Fail(std::string(what) + " needs elements of " + Name(v) + " that different threads keep in different registers");
+    found = it->second;
+  }
+  return found;
+}
+
+// CuTe's evaluation of a (possibly hierarchical) mode at a 1-D index: leaf i contributes
+// ((index / (s_0 * ... * s_{i-1})) % s_i) * d_i; the last leaf is not reduced modulo its extent.
+llvm::Value* Emitter::EvalLeaves(const layout::Layout& mode, llvm::Value* index) {
+  auto leaves = layout::FlatModes(mode);
+  llvm::Value* out = I32(0);
+  std::int64_t below = 1;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    auto [extent, stride] = leaves[i];
+    llvm::Value* c = below == 1 ? index : b_.CreateUDiv(index, I32(below));
+    if (i + 1 < leaves.size()) c = b_.CreateURem(c, I32(extent));
+    if (extent > 1 && stride != 0) out = b_.CreateAdd(out, b_.CreateMul(c, I32(stride)));
+    below *= extent;
+  }
+  return out;
+}
+
+std::pair<llvm::Value*, llvm::Value*> Emitter::TvElement(const TvLayout& tv, std::int64_t v) {
+  llvm::Value* idx = b_.CreateAdd(EvalLeaves(tv.layout.Mode(0), tid_), I32(tv.layout.Mode(1)(v)));
+  return {b_.CreateURem(idx, I32(tv.rows)), b_.CreateUDiv(idx, I32(tv.rows))};
+}
+
+llvm::Value* Emitter::SharedOffset(ValueId shared, llvm::Value* row, llvm::Value* col) {
+  const auto& choice = plan_.values.at(shared.index);
+  if (!choice.shared) Fail("the plan gives shared tile " + Name(shared) + " no layout");
+  const layout::SwizzledLayout& l = *choice.shared;
+  llvm::Value* linear;
+  if (l.layout().rank() == 2) {
+    linear = b_.CreateAdd(EvalLeaves(l.layout().Mode(0), row), EvalLeaves(l.layout().Mode(1), col));
+  } else {
+    linear = EvalLeaves(l.layout(), b_.CreateAdd(row, b_.CreateMul(col, I32(Extent(shared).row))));
+  }
+  linear = b_.CreateAdd(linear, I32(l.offset()));
+  const layout::Swizzle& s = l.swizzle();
+  if (s.bits() == 0) return linear;
+  llvm::Value* y = b_.CreateAnd(linear, I32(s.yyy_mask()));
+  y = s.shift() >= 0 ? b_.CreateLShr(y, I32(s.shift())) : b_.CreateShl(y, I32(-s.shift()));
+  return b_.CreateXor(linear, y);
+}
+
+llvm::Value* Emitter::DimValue(const core::Dim& d) {
+  llvm::Value* out = I64(0);
+  for (const core::Term& term : d.terms()) {
+    llvm::Value* t = I64(term.coefficient);
+    for (const core::Factor& f : term.monomial) {
+      llvm::Value* a = nullptr;
+      switch (f.atom.kind) {
+        case core::AtomKind::kVar: {
+          auto it = sizes_.find(f.atom.var);
+          if (it == sizes_.end()) Fail("a size the kernel's parameters do not bind");
+          a = it->second;
+          break;
+        }
+        case core::AtomKind::kDiv:
+          a = b_.CreateSDiv(DimValue(*f.atom.operand), I64(f.atom.divisor));  // operands are non-negative sizes
+          break;
+        case core::AtomKind::kMod:
+          a = b_.CreateSRem(DimValue(*f.atom.operand), I64(f.atom.divisor));
+          break;
+      }
+      for (int p = 0; p < f.power; ++p) t = b_.CreateMul(t, a);
+    }
+    out = b_.CreateAdd(out, t);
+  }
+  return out;
+}
+
+llvm::Value* Emitter::Scalar(ValueId v) {
+  llvm::Value* s = slots_.at(v.index).scalar;
+  if (!s) Fail("scalar " + Name(v) + " used before it is computed");
+  return s;
+}
+
+llvm::Value* Emitter::Convert(llvm::Value* x, Dtype from, Dtype to) {
+  llvm::Type* t = ElemType(to);
+  if (from == to) return x;
+  if (IsFloat(from) && IsFloat(to)) return Bits(to) < Bits(from) ? b_.CreateFPTrunc(x, t) : b_.CreateFPExt(x, t);
+  if (IsFloat(from)) return IsSigned(to) ? b_.CreateFPToSI(x, t) : b_.CreateFPToUI(x, t);
+  if (IsFloat(to)) return IsSigned(from) ? b_.CreateSIToFP(x, t) : b_.CreateUIToFP(x, t);
+  if (to == Dtype::Bool) return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+  return b_.CreateIntCast(x, t, IsSigned(from));
+}
+
+llvm::Value* Emitter::Intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args,
+                                llvm::ArrayRef<llvm::Type*> types) {
+  // An overloaded intrinsic with no types given is overloaded on its first operand (ldmatrix's
+  // shared-memory pointer).
+  std::vector<llvm::Type*> overload(types.begin(), types.end());
+  if (overload.empty() && llvm::Intrinsic::isOverloaded(id) && !args.empty()) overload.push_back(args[0]->getType());
+  llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, id, overload);
+  return b_.CreateCall(f, args);
+}
+
+void Emitter::Barrier() {
+  Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});
+}
+
+// --- ops ---------------------------------------------------------------------------------------
+
+void Emitter::EmitBlock(const std::vector<OpId>& ops) {
+  for (OpId id : ops) EmitOp(id);
+}
+
+void Emitter::EmitOp(OpId id) {
+  const tile::Op& op = k_.Get(id);
+  span_ = op.span;
+  auto result = [&]() { return op.results.at(0); };
+  std::visit(
+      [&](const auto& node) {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, tile::op::BlockIdx>) {
+          static const llvm::Intrinsic::ID ids[] = {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
+                                                    llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+                                                    llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
+          if (node.axis < 0 || node.axis > 2) Fail("block_idx of a grid of rank above 3");
+          slots_[result().index].scalar = b_.CreateZExt(Intrinsic(ids[node.axis], {}), b_.getInt64Ty());
+        } else if constexpr (std::is_same_v<T, tile::op::Constant>) {
+          Dtype d = Val(result()).dtype;
+          llvm::Type* t = ElemType(d);
+          llvm::Value* c = nullptr;
+          if (auto* i = std::get_if<std::int64_t>(&node.value))
+            c = IsFloat(d) ? llvm::ConstantFP::get(t, static_cast<double>(*i))
+                           : llvm::ConstantInt::get(t, static_cast<std::uint64_t>(*i), true);
+          if (auto* f = std::get_if<double>(&node.value))
+            c = IsFloat(d) ? llvm::ConstantFP::get(t, *f)
+                           : llvm::ConstantInt::get(t, static_cast<std::uint64_t>(static_cast<std::int64_t>(*f)), true);
+          if (auto* bv = std::get_if<bool>(&node.value)) c = llvm::ConstantInt::get(t, *bv ? 1 : 0);
+          slots_[result().index].scalar = c;
+        } else if constexpr (std::is_same_v<T, tile::op::Size>) {
+          slots_[result().index].scalar = DimValue(node.dim);
+        } else if constexpr (std::is_same_v<T, tile::op::ScalarOp>) {
+          EmitScalarOp(op, node);
+        } else if constexpr (std::is_same_v<T, tile::op::View>) {
+          EmitView(op, node);
+        } else if constexpr (std::is_same_v<T, tile::op::ToShared>) {
+          EmitToShared(id, op, node);
+        } else if constexpr (std::is_same_v<T, tile::op::ToRegs>) {
+          EmitToRegs(id, op, node);
+        } else if constexpr (std::is_same_v<T, tile::op::Transpose>) {
+          slots_[result().index].shared = slots_.at(node.src.index).shared;
+          slots_[result().index].shared_view_of = node.src;
+        } else if constexpr (std::is_same_v<T, tile::op::Store>) {
+          EmitStore(id, node);
+        } else if constexpr (std::is_same_v<T, tile::op::Mma>) {
+          EmitMma(id, op, node);
+        } else if constexpr (std::is_same_v<T, tile::op::Fill>) {
+          ValueId r = result();
+          llvm::Value* v = Convert(Scalar(node.value), Val(node.value).dtype, Val(r).dtype);
+          slots_[r.index].regs.assign(static_cast<std::size_t>(Flat(Tv(r)).values), v);
+        } else if constexpr (std::is_same_v<T, tile::op::Cast>) {
+          ValueId r = result();
+          if (Val(node.src).space == tile::Space::Scalar) {
+            slots_[r.index].scalar = Convert(Scalar(node.src), Val(node.src).dtype, node.dtype);
+            return;
+          }
+          auto in = SameLayoutRegs(node.src, r, "`cast`");
+          for (auto*& x : in) x = Convert(x, Val(node.src).dtype, node.dtype);
+          slots_[r.index].regs = std::move(in);
+        } else if constexpr (std::is_same_v<T, tile::op::Expand> || std::is_same_v<T, tile::op::Convert>) {
+          slots_[result().index].regs = SameLayoutRegs(node.src, result(), "this op");
+        } else if constexpr (std::is_same_v<T, tile::op::Map>) {
+          EmitMap(node, result());
+        } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
+          EmitLoop(op, node);
+        } else {
+          Fail("this operation (reductions and iota come next)");
+        }
+      },
+      op.node);
+}
+
+void Emitter::EmitScalarOp(const tile::Op& op, const tile::op::ScalarOp& s) {
+  std::vector<llvm::Value*> a;
+  for (ValueId v : s.args) a.push_back(Scalar(v));
+  Dtype d = Val(s.args.at(0)).dtype;
+  bool f = IsFloat(d);
+  llvm::Value* r = nullptr;
+  const std::string& fn = s.fn;
+  if (a.size() == 2) {
+    if (fn == "+") r = f ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+    if (fn == "-") r = f ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+    if (fn == "*") r = f ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+    if (fn == "/") r = f ? b_.CreateFDiv(a[0], a[1]) : b_.CreateSDiv(a[0], a[1]);
+    if (fn == "%") r = f ? b_.CreateFRem(a[0], a[1]) : b_.CreateSRem(a[0], a[1]);
+    if (fn == "==") r = f ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
+    if (fn == "!=") r = f ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
+    if (fn == "<") r = f ? b_.CreateFCmpOLT(a[0], a[1]) : b_.CreateICmpSLT(a[0], a[1]);
+    if (fn == "<=") r = f ? b_.CreateFCmpOLE(a[0], a[1]) : b_.CreateICmpSLE(a[0], a[1]);
+    if (fn == ">") r = f ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateICmpSGT(a[0], a[1]);
+    if (fn == ">=") r = f ? b_.CreateFCmpOGE(a[0], a[1]) : b_.CreateICmpSGE(a[0], a[1]);
+    if (fn == "&&") r = b_.CreateAnd(a[0], a[1]);
+    if (fn == "||") r = b_.CreateOr(a[0], a[1]);
+  }
+  if (a.size() == 1 && fn == "negate") r = f ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
+  if (!r) Fail("the scalar operation `" + fn + "`");
+  slots_[op.results.at(0).index].scalar = r;
+}
+
+void Emitter::EmitView(const tile::Op& op, const tile::op::View& v) {
+  const auto& parent = slots_.at(v.tensor.index).global;
+  if (!parent) Fail("`tile` of " + Name(v.tensor) + ", which is not a global tensor");
+  GlobalSlot g = *parent;
+  std::size_t q = g.extents.size(), r = v.shape.size();
+  if (v.coords.size() != q || r > q) Fail("`tile` with " + std::to_string(v.coords.size()) + " coordinates");
+  llvm::Value* offset = I64(0);
+  for (std::size_t i = 0; i < q; ++i) {
+    std::int64_t extent = i >= q - r ? v.shape[i - (q - r)] : 1;
+    llvm::Value* first = b_.CreateMul(Scalar(v.coords[i]), I64(extent));
+    offset = b_.CreateAdd(offset, b_.CreateMul(first, g.strides[i]));
+  }
+  g.address = b_.CreateAdd(g.address, b_.CreateMul(offset, I64(ElementBytes(Val(v.tensor).dtype))));
+  g.view_rank = static_cast<int>(r);
+  slots_[op.results.at(0).index].global = g;
+}
+
+void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s) {
+  ValueId dst = op.results.at(0);
+  const synth::ValueChoice& vc = plan_.values.at(dst.index);
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  const auto& src = slots_.at(s.src.index).global;
+  if (!src) Fail("`shared` of " + Name(s.src) + ", which is not a global tile");
+  llvm::Value* stage = I64(0);
+  if (vc.stages > 1 && !iterations_.empty()) stage = b_.CreateURem(iterations_.back(), I64(vc.stages));
+  llvm::Value* base =
+      b_.CreateTrunc(b_.CreateAdd(I64(vc.shared_offset), b_.CreateMul(stage, I64(vc.stage_bytes))), b_.getInt32Ty());
+  slots_[dst.index].shared = base;
+  if (!StartsWith(choice.instruction, "cp.async")) Fail("`" + choice.instruction + "` copies into shared memory");
+  if (!choice.copy || choice.vector_bytes != 16) Fail("a cp.async copy without 16-byte vectors");
+  if (Val(dst).shape.size() != 2) Fail("cp.async into a shared tile of rank other than 2");
+  int e = ElementBytes(Val(dst).dtype);
+  const TvLayout& copy = *choice.copy;
+  // Every thread's earlier reads of the buffer this copy overwrites are done (a ring of one stage).
+  if (!iterations_.empty()) Barrier();
+  llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
+  for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
+    auto [row, col] = TvElement(copy, v);
+    llvm::Value* soff = b_.CreateMul(SharedOffset(dst, row, col), I32(e));
+    llvm::Value* saddr = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(base, soff));
+    llvm::Value* goff =
+        b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), src->strides[src->extents.size() - 2]),
+                     b_.CreateZExt(col, b_.getInt64Ty()));
+    llvm::Value* gaddr = b_.CreateIntToPtr(b_.CreateAdd(src->address, b_.CreateMul(goff, I64(e))), gptr);
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16, {saddr, gaddr});
+  }
+  Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+  Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
+  Barrier();
+}
+
+RowCol Advance(RowCol e, std::int64_t n, int rank) {
+  return rank == 1 ? RowCol{e.row + n, e.col} : RowCol{e.row, e.col + n};
+}
+
+void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
+  ValueId dst = op.results.at(0);
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  if (!StartsWith(choice.instruction, "ldmatrix")) Fail("`" + choice.instruction + "` loads into registers");
+  llvm::Value* base = slots_.at(r.src.index).shared;
+  if (!base) Fail("`regs` of " + Name(r.src) + ", which is not in shared memory");
+  ValueId smem = r.src;
+  bool swapped = false;
+  if (auto parent = slots_.at(r.src.index).shared_view_of) smem = *parent, swapped = true;
+  if (!choice.copy) Fail("an ldmatrix without a copy layout");
+  const TvLayout& copy = *choice.copy;
+  const FlatTv& fc = Flat(copy);
+  int count = choice.instruction.find(".x4") != std::string::npos   ? 4
+              : choice.instruction.find(".x2") != std::string::npos ? 2
+                                                                    : 1;
+  bool trans = choice.instruction.find(".trans") != std::string::npos;
+  static const llvm::Intrinsic::ID ids[2][3] = {
+      {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16, llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16,
+       llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16},
+      {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16,
+       llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16,
+       llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16}};
+  llvm::Intrinsic::ID iid = ids[trans ? 1 : 0][count == 4 ? 2 : count == 2 ? 1 : 0];
+  int rank = static_cast<int>(Val(smem).shape.size());
+  const FlatTv& ftv = Flat(Tv(dst));
+  std::vector<llvm::Value*> regs(static_cast<std::size_t>(ftv.values), nullptr);
+  llvm::Type* elem = ElemType(Val(dst).dtype);
+  std::string what = "`" + choice.instruction + "`";
+  for (std::int64_t v = 0; v < fc.values; ++v) {
+    auto [row, col] = TvElement(copy, v);
+    llvm::Value* addr =
+        b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(2))));
+    llvm::Value* loaded = Intrinsic(iid, {addr});
+    for (int j = 0; j < count; ++j) {
+      llvm::Value* reg = count == 1 && !loaded->getType()->isStructTy()
+                             ? loaded
+                             : b_.CreateExtractValue(loaded, {static_cast<unsigned>(j)});
+      for (int h = 0; h < 2; ++h) {
+        auto elem_of = [&, j, h](std::int64_t t) {
+          std::int64_t w = t / 32, l = t % 32, g = l / 4, t4 = l % 4;
+          std::int64_t row_lane = trans ? 8 * j + 2 * t4 + h : 8 * j + g;
+          std::int64_t within = trans ? g : 2 * t4 + h;
+          RowCol e = Advance(fc.At(w * 32 + row_lane, v), within, rank);
+          return swapped ? RowCol{e.col, e.row} : e;
+        };
+        int value = UniformValue(dst, elem_of, what);
+        llvm::Value* half = b_.CreateTrunc(h == 0 ? reg : b_.CreateLShr(reg, I32(16)), b_.getInt16Ty());
+        llvm::Value* x = b_.CreateBitCast(half, elem);
+        // every value of the thread holding the same element (a broadcast holds it more than once)
+        for (std::int64_t i = 0; i < ftv.values; ++i)
+          if (ftv.index[static_cast<std::size_t>(ftv.threads * i)] ==
+              ftv.index[static_cast<std::size_t>(ftv.threads * value)])
+            regs[static_cast<std::size_t>(i)] = x;
+        regs[static_cast<std::size_t>(value)] = x;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < regs.size(); ++i)
+    if (!regs[i]) Fail(what + " never delivers value " + std::to_string(i) + " of " + Name(dst));
+  slots_[dst.index].regs = std::move(regs);
+}
+
+// The top-left element of each warp's part of the accumulator.
+std::vector<RowCol> WarpOrigins(const FlatTv& acc, std::int64_t cols, int warps) {
+  std::vector<RowCol> out;
+  for (int w = 0; w < warps; ++w) {
+    RowCol o{acc.rows, cols};
+    for (std::int64_t t = w * 32; t < (w + 1) * 32; ++t)
+      for (std::int64_t v = 0; v < acc.values; ++v) {
+        RowCol e = acc.At(t, v);
+        o.row = std::min(o.row, e.row);
+        o.col = std::min(o.col, e.col);
+      }
+    out.push_back(o);
+  }
+  return out;
+}
+
+void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  ValueId result = op.results.at(0);
+  if (!StartsWith(choice.instruction, "mma.m16n8k16")) Fail("`" + choice.instruction + "` (wgmma comes next)");
+  auto atom = layout::FindAtom(choice.instruction);
+  if (!atom) Fail(atom.error());
+  const TvLayout& ta = atom->Operand("A")->tv;
+  const TvLayout& tb = atom->Operand("B")->tv;
+  const TvLayout& tc = atom->Operand("C")->tv;
+  const FlatTv &fa = Flat(ta), &fb = Flat(tb), &fc = Flat(tc);
+  RowCol a_ext = Extent(m.a), c_ext = Extent(result);
+  std::int64_t M = c_ext.row, N = c_ext.col, K = a_ext.col;
+  int warps = choice.warps_m * choice.warps_n;
+  std::int64_t wm = M / choice.warps_m, wn = N / choice.warps_n;
+  if (warps * 32 > plan_.threads || wm % 16 || wn % 8 || K % 16) Fail("a warp tiling that is not whole atoms");
+  std::vector<llvm::Value*> acc = SameLayoutRegs(m.acc, result, "`mma`");
+  auto origins = WarpOrigins(Flat(Tv(result)), Tv(result).cols, warps);
+  auto origin = [&](std::int64_t t) {
+    return origins[static_cast<std::size_t>(std::min<std::int64_t>(t / 32, warps - 1))];
+  };
+  bool bf16 = Val(m.a).dtype == Dtype::BF16;
+  if (!bf16 && Val(m.a).dtype != Dtype::F16) Fail("mma.sync of `" + std::string(Spelling(Val(m.a).dtype)) + "`");
+  const std::vector<llvm::Value*>& ra = slots_.at(m.a.index).regs;
+  const std::vector<llvm::Value*>& rb = slots_.at(m.b.index).regs;
+  if (ra.empty() || rb.empty()) Fail("an mma operand that is not in registers");
+  std::string what = "`" + choice.instruction + "`";
+  auto pack = [&](llvm::Value* lo, llvm::Value* hi) {
+    llvm::Value* l = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
+    llvm::Value* h = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
+    llvm::Value* p = b_.CreateOr(l, b_.CreateShl(h, I32(16)));
+    if (bf16) return p;
+    return b_.CreateBitCast(p, llvm::FixedVectorType::get(b_.getHalfTy(), 2));
+  };
+  for (std::int64_t am = 0; am < wm / 16; ++am)
+    for (std::int64_t an = 0; an < wn / 8; ++an) {
+      int c_index[4];
+      llvm::Value* c[4];
+      for (int i = 0; i < 4; ++i) {
+        c_index[i] = UniformValue(
+            result,
+            [&, i](std::int64_t t) {
+              RowCol o = origin(t), e = fc.At(t % 32, i);
+              return RowCol{o.row + 16 * am + e.row, o.col + 8 * an + e.col};
+            },
+            what);
+        c[i] = acc[static_cast<std::size_t>(c_index[i])];
+      }
+      for (std::int64_t k0 = 0; k0 < K; k0 += 16) {
+        llvm::Value* a[8];
+        llvm::Value* bv[4];
+        for (int i = 0; i < 8; ++i) {
+          int idx = UniformValue(
+              m.a,
+              [&, i](std::int64_t t) {
+                RowCol o = origin(t), e = fa.At(t % 32, i);
+                return RowCol{o.row + 16 * am + e.row, k0 + e.col};
+              },
+              what);
+          a[i] = ra[static_cast<std::size_t>(idx)];
+        }
+        for (int i = 0; i < 4; ++i) {
+          int idx = UniformValue(
+              m.b,
+              [&, i](std::int64_t t) {
+                RowCol o = origin(t), e = fb.At(t % 32, i);
+                return RowCol{k0 + e.row, o.col + 8 * an + e.col};
+              },
+              what);
+          bv[i] = rb[static_cast<std::size_t>(idx)];
+        }
+        std::vector<llvm::Value*> args = {pack(a[0], a[1]),
+                                          pack(a[2], a[3]),
+                                          pack(a[4], a[5]),
+                                          pack(a[6], a[7]),
+                                          pack(bv[0], bv[1]),
+                                          pack(bv[2], bv[3]),
+                                          c[0],
+                                          c[1],
+                                          c[2],
+                                          c[3]};
+        llvm::Value* d = Intrinsic(
+            bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32,
+            args);
+        for (int i = 0; i < 4; ++i) c[i] = b_.CreateExtractValue(d, {static_cast<unsigned>(i)});
+      }
+      for (int i = 0; i < 4; ++i) acc[static_cast<std::size_t>(c_index[i])] = c[i];
+    }
+  slots_[result.index].regs = std::move(acc);
+}
+
+std::vector<llvm::Value*> Emitter::SameLayoutRegs(ValueId src, ValueId dst, std::string_view what) {
+  const TvLayout& a = Tv(src);
+  const TvLayout& b = Tv(dst);
+  const auto& regs = slots_.at(src.index).regs;
+  if (regs.empty()) Fail(Name(src) + " is not in registers");
+  if (a.layout == b.layout && a.rows == b.rows && a.cols == b.cols) return regs;
+  // Same elements per thread in another order: rename.
+  const FlatTv& fb = Flat(b);
+  std::vector<llvm::Value*> out(static_cast<std::size_t>(fb.values));
+  for (std::int64_t v = 0; v < fb.values; ++v)
+    out[static_cast<std::size_t>(v)] = regs[static_cast<std::size_t>(UniformValue(
+        src, [&](std::int64_t t) { return fb.At(t, v); }, what))];
+  return out;
+}
+
+void Emitter::EmitMap(const tile::op::Map& m, ValueId result) {
+  Dtype d = Val(m.args.at(0)).dtype;
+  const FlatTv& fr = Flat(Tv(result));
+  RowCol ext = Extent(result);
+  std::vector<std::vector<llvm::Value*>> args;
+  for (ValueId a : m.args) {
+    std::vector<llvm::Value*> per(static_cast<std::size_t>(fr.values));
+    if (Val(a).space == tile::Space::Scalar) {
+      std::fill(per.begin(), per.end(), Scalar(a));
+    } else {
+      RowCol ae = Extent(a);
+      for (std::int64_t v = 0; v < fr.values; ++v) {
+        int idx = UniformValue(
+            a,
+            [&](std::int64_t t) {
+              RowCol e = fr.At(t, v);
+              return RowCol{ae.row == 1 && ext.row != 1 ? 0 : e.row, ae.col == 1 && ext.col != 1 ? 0 : e.col};
+            },
+            "`" + m.fn + "`");
+        per[static_cast<std::size_t>(v)] = slots_.at(a.index).regs.at(static_cast<std::size_t>(idx));
+      }
+    }
+    args.push_back(std::move(per));
+  }
+  bool f = IsFloat(d);
+  std::vector<llvm::Value*> out;
+  for (std::int64_t v = 0; v < fr.values; ++v) {
+    auto x = [&](int i) { return args.at(static_cast<std::size_t>(i))[static_cast<std::size_t>(v)]; };
+    llvm::Value* r = nullptr;
+    const std::string& fn = m.fn;
+    if (args.size() == 2) {
+      if (fn == "+") r = f ? b_.CreateFAdd(x(0), x(1)) : b_.CreateAdd(x(0), x(1));
+      if (fn == "-") r = f ? b_.CreateFSub(x(0), x(1)) : b_.CreateSub(x(0), x(1));
+      if (fn == "*") r = f ? b_.CreateFMul(x(0), x(1)) : b_.CreateMul(x(0), x(1));
+      if (fn == "/") r = f ? b_.CreateFDiv(x(0), x(1)) : b_.CreateSDiv(x(0), x(1));
+    }
+    if (!r) Fail("the elementwise operation `" + fn + "` (it comes with the attention kernels)");
+    out.push_back(r);
+  }
+  slots_[result.index].regs = std::move(out);
+}
+
+void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  const auto& dst = slots_.at(s.dst.index).global;
+  if (!dst) Fail("`store` into " + Name(s.dst) + ", which is not a global tile");
+  if (Val(s.src).space != tile::Space::Reg) Fail("`store` of a shared tile");
+  Dtype d = Val(s.src).dtype;
+  int e = ElementBytes(d);
+  int rank = static_cast<int>(Val(s.src).shape.size());
+  if (rank != 2) Fail("`store` of a tile of rank other than 2");
+  llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
+  llvm::Value* ld = dst->strides[dst->extents.size() - 2];
+  const auto& regs = slots_.at(s.src.index).regs;
+  auto address = [&](llvm::Value* row, llvm::Value* col) {
+    llvm::Value* off =
+        b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), ld), b_.CreateZExt(col, b_.getInt64Ty()));
+    return b_.CreateIntToPtr(b_.CreateAdd(dst->address, b_.CreateMul(off, I64(e))), gptr);
+  };
+  if (choice.copy && choice.vector_bytes > 0) {
+    const TvLayout& copy = *choice.copy;
+    const FlatTv& fc = Flat(copy);
+    int n = choice.vector_bytes / e;
+    llvm::Type* vt = llvm::FixedVectorType::get(ElemType(d), static_cast<unsigned>(n));
+    for (std::int64_t v = 0; v < fc.values; ++v) {
+      llvm::Value* vec = llvm::UndefValue::get(vt);
+      for (int i = 0; i < n; ++i) {
+        int idx = UniformValue(
+            s.src, [&](std::int64_t t) { return Advance(fc.At(t, v), i, rank); }, "`store`");
+        vec = b_.CreateInsertElement(vec, regs.at(static_cast<std::size_t>(idx)), static_cast<std::uint64_t>(i));
+      }
+      auto [row, col] = TvElement(copy, v);
+      b_.CreateAlignedStore(vec, address(row, col), llvm::Align(static_cast<std::uint64_t>(choice.vector_bytes)));
+    }
+    return;
+  }
+  // Each element by the thread that holds it: the layout's own elements, one store each.
+  const TvLayout& tv = Tv(s.src);
+  for (std::int64_t v = 0; v < Flat(tv).values; ++v) {
+    auto [row, col] = TvElement(tv, v);
+    b_.CreateAlignedStore(regs.at(static_cast<std::size_t>(v)), address(row, col),
+                          llvm::Align(static_cast<std::uint64_t>(e)));
+  }
+}
+
+void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
+  llvm::Value* bound = Scalar(loop.bound);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "done", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* counter = b_.CreatePHI(b_.getInt64Ty(), 2, "it");
+  counter->addIncoming(I64(0), pre);
+  // One phi per scalar carried value and per register of a carried Reg tile.
+  std::vector<std::vector<llvm::PHINode*>> phis;
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], init = loop.init.at(i);
+    std::vector<llvm::PHINode*> p;
+    if (Val(c).space == tile::Space::Scalar) {
+      llvm::Value* x = Scalar(init);
+      llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+      phi->addIncoming(x, pre);
+      slots_[c.index].scalar = phi;
+      p.push_back(phi);
+    } else if (Val(c).space == tile::Space::Reg) {
+      auto regs = SameLayoutRegs(init, c, "the loop's carried value");
+      slots_[c.index].regs.clear();
+      for (llvm::Value* x : regs) {
+        llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+        phi->addIncoming(x, pre);
+        slots_[c.index].regs.push_back(phi);
+        p.push_back(phi);
+      }
+    } else {
+      Fail("a loop carrying a shared or global tile");
+    }
+    phis.push_back(std::move(p));
+  }
+  b_.CreateCondBr(b_.CreateICmpSLT(counter, bound), body, exit);
+  b_.SetInsertPoint(body);
+  slots_[loop.counter.index].scalar = counter;
+  iterations_.push_back(counter);
+  EmitBlock(loop.body);
+  iterations_.pop_back();
+  span_ = op.span;
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], y = loop.yields.at(i);
+    if (Val(c).space == tile::Space::Scalar) {
+      phis[i][0]->addIncoming(Scalar(y), latch);
+    } else {
+      auto regs = SameLayoutRegs(y, c, "the loop's yielded value");
+      for (std::size_t r = 0; r < regs.size(); ++r) phis[i][r]->addIncoming(regs[r], latch);
+    }
+  }
+  counter->addIncoming(b_.CreateAdd(counter, I64(1)), latch);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+  for (std::size_t i = 0; i < op.results.size(); ++i) {
+    ValueId c = loop.carried.at(i), r = op.results[i];
+    slots_[r.index].scalar = slots_[c.index].scalar;
+    slots_[r.index].regs =
+        Val(c).space == tile::Space::Reg ? SameLayoutRegs(c, r, "the loop's result") : std::vector<llvm::Value*>{};
+  }
+}
+
+// --- the entry ---------------------------------------------------------------------------------
+
+DeviceKernel Emitter::Emit() {
+  DeviceKernel out;
+  out.entry = k_.name;
+  out.target = plan_.target;
+  out.threads = plan_.threads;
+  out.shared_bytes = plan_.shared_bytes;
+  if (plan_.values.size() != k_.values.size() || plan_.ops.size() != k_.ops.size())
+    throw Unsupported{k_.span, "the plan does not belong to kernel `" + k_.name + "`"};
+  if (plan_.target != synth::Target::Sm80) throw Unsupported{k_.span, "sm_90a kernels (wgmma and TMA come next)"};
+  slots_.resize(k_.values.size());
+  span_ = k_.span;
+
+  // Parameters: tensors, sizes, scalars (device.h).
+  std::vector<llvm::Type*> params;
+  for (const auto& p : k_.params)
+    if (Val(p.value).space == tile::Space::Global) params.push_back(b_.getInt64Ty());
+  for (const auto& [var, name] : k_.size_names) {
+    out.sizes.push_back(var);
+    params.push_back(b_.getInt64Ty());
+  }
+  for (const auto& p : k_.params)
+    if (Val(p.value).space == tile::Space::Scalar) {
+      Dtype d = Val(p.value).dtype;
+      params.push_back(d == Dtype::Bool ? b_.getInt32Ty() : ElemType(d));
+    }
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k_.name, m_);
+  fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry);
+  auto* smem_array =
+      new llvm::GlobalVariable(m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false, llvm::GlobalValue::ExternalLinkage,
+                               nullptr, "weft_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  smem_array->setAlignment(llvm::Align(1024));
+  smem_ = smem_array;
+  tid_ = Intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
+
+  auto arg = fn_->arg_begin();
+  std::vector<llvm::Value*> tensor_args;
+  for (const auto& p : k_.params)
+    if (Val(p.value).space == tile::Space::Global) {
+      arg->setName(p.name);
+      tensor_args.push_back(&*arg++);
+    }
+  for (const auto& [var, name] : k_.size_names) {
+    arg->setName(name);
+    sizes_[var] = &*arg++;
+  }
+  for (const auto& p : k_.params)
+    if (Val(p.value).space == tile::Space::Scalar) {
+      arg->setName(p.name);
+      llvm::Value* x = &*arg++;
+      if (Val(p.value).dtype == Dtype::Bool) x = b_.CreateICmpNE(x, I32(0));
+      slots_[p.value.index].scalar = x;
+    }
+  std::size_t t = 0;
+  for (const auto& p : k_.params) {
+    const tile::Value& v = Val(p.value);
+    if (v.space != tile::Space::Global) continue;
+    GlobalSlot g;
+    g.address = tensor_args[t++];
+    for (const auto& d : v.shape) g.extents.push_back(DimValue(d));
+    g.strides.assign(g.extents.size(), I64(1));
+    for (std::size_t i = g.extents.size(); i-- > 1;) g.strides[i - 1] = b_.CreateMul(g.strides[i], g.extents[i]);
+    slots_[p.value.index].global = g;
+  }
+  EmitBlock(k_.body);
+  b_.CreateRetVoid();
+
+  llvm::NamedMDNode* annotations = m_.getOrInsertNamedMetadata("nvvm.annotations");
+  auto md = [&](const char* key, std::int64_t value) {
+    annotations->addOperand(llvm::MDNode::get(ctx_, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                                                     llvm::ValueAsMetadata::get(llvm::ConstantInt::get(
+                                                         b_.getInt32Ty(), static_cast<std::uint64_t>(value)))}));
+  };
+  md("kernel", 1);
+  md("maxntidx", plan_.threads);
+  return out;
+}
+
+llvm::TargetMachine* NvptxMachine(synth::Target target) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  static std::map<synth::Target, std::unique_ptr<llvm::TargetMachine>> machines;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto& tm = machines[target];
+  if (!tm) {
+    std::string error;
+    llvm::Triple triple("nvptx64-nvidia-cuda");
+    const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple.str(), error);
+    if (!t) return nullptr;
+    tm.reset(t->createTargetMachine(triple.str(), target == synth::Target::Sm80 ? "sm_80" : "sm_90a", "+ptx80",
+                                    llvm::TargetOptions(), std::nullopt, std::nullopt,
+                                    llvm::CodeGenOptLevel::Aggressive));
+  }
+  return tm.get();
+}
+
+}  // namespace
+
+Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
+                                                         const SourceManager& sources, const Options& options) {
+  (void)sources;
+  (void)options;
+  llvm::TargetMachine* tm = NvptxMachine(plan.target);
+  if (!tm)
+    return std::vector<Diagnostic>{
+        MakeDiagnostic(DiagnosticKind::CodegenFailed, kernel.span, "no NVPTX target in this LLVM")};
+  llvm::LLVMContext ctx;
+  auto module = std::make_unique<llvm::Module>(kernel.name, ctx);
+  module->setTargetTriple("nvptx64-nvidia-cuda");
+  module->setDataLayout(tm->createDataLayout());
+  DeviceKernel out;
+  try {
+    Emitter emitter(kernel, plan, ctx, *module);
+    out = emitter.Emit();
+  } catch (const Unsupported& u) {
+    return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};
+  }
+  std::string text;
+  llvm::raw_string_ostream verify_out(text);
+  if (llvm::verifyModule(*module, &verify_out))
+    return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenFailed, kernel.span, "invalid IR: " + text)};
+  {
+    llvm::raw_string_ostream ir(out.llvm_ir);
+    module->print(ir, nullptr);
+  }
+  // The O3 pipeline, then the NVPTX back end.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*module, mam);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream ptx_out(ptx);
+  llvm::legacy::PassManager codegen;
+  if (tm->addPassesToEmitFile(codegen, ptx_out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenFailed, kernel.span, "cannot emit PTX")};
+  codegen.run(*module);
+  out.ptx = std::string(ptx.str());
+  return out;
+}
+
+}  // namespace weft::codegen
