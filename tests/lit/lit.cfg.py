@@ -56,3 +56,4 @@ config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 config.environment["NO_COLOR"] = "1"
 if config.ptxas:
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas))
