@@ -131,7 +131,18 @@ class Emitter {
   void EmitOp(OpId id);
   void EmitScalarOp(const tile::Op& op, const tile::op::ScalarOp& s);
   void EmitView(const tile::Op& op, const tile::op::View& v);
-  void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s);
+  // A copy issued ahead of its iteration by a pipelined loop: into ring slot `slot` (i64), and only
+  // where `live` (i1) holds (otherwise the copy reads nothing and fills zeros); no wait, no barrier.
+  struct Prefetch {
+    llvm::Value* slot;
+    llvm::Value* live;
+  };
+  void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s, const Prefetch* prefetch = nullptr);
+  llvm::Value* SharedBase(ValueId dst, llvm::Value* slot);
+  // The ops of a pipelined loop's body that compute its copies into shared memory (the copies and
+  // the scalar and view ops they read), in body order; empty when the copies cannot be issued
+  // ahead (they read a carried value or another kind of op).
+  std::vector<OpId> CopySlice(const tile::op::Loop& loop, int& stages);
   void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
   void EmitStore(OpId id, const tile::op::Store& s);
@@ -439,16 +450,24 @@ void Emitter::EmitView(const tile::Op& op, const tile::op::View& v) {
   slots_[op.results.at(0).index].global = g;
 }
 
-void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s) {
+llvm::Value* Emitter::SharedBase(ValueId dst, llvm::Value* slot) {
+  const synth::ValueChoice& vc = plan_.values.at(dst.index);
+  return b_.CreateTrunc(b_.CreateAdd(I64(vc.shared_offset), b_.CreateMul(slot, I64(vc.stage_bytes))), b_.getInt32Ty());
+}
+
+void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s, const Prefetch* prefetch) {
   ValueId dst = op.results.at(0);
   const synth::ValueChoice& vc = plan_.values.at(dst.index);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   const auto& src = slots_.at(s.src.index).global;
   if (!src) Fail("`shared` of " + Name(s.src) + ", which is not a global tile");
   llvm::Value* stage = I64(0);
-  if (vc.stages > 1 && !iterations_.empty()) stage = b_.CreateURem(iterations_.back(), I64(vc.stages));
-  llvm::Value* base =
-      b_.CreateTrunc(b_.CreateAdd(I64(vc.shared_offset), b_.CreateMul(stage, I64(vc.stage_bytes))), b_.getInt32Ty());
+  if (prefetch) {
+    stage = prefetch->slot;
+  } else if (vc.stages > 1 && !iterations_.empty()) {
+    stage = b_.CreateURem(iterations_.back(), I64(vc.stages));
+  }
+  llvm::Value* base = SharedBase(dst, stage);
   slots_[dst.index].shared = base;
   if (!StartsWith(choice.instruction, "cp.async")) Fail("`" + choice.instruction + "` copies into shared memory");
   if (!choice.copy || choice.vector_bytes != 16) Fail("a cp.async copy without 16-byte vectors");
@@ -456,7 +475,7 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   int e = ElementBytes(Val(dst).dtype);
   const TvLayout& copy = *choice.copy;
   // Every thread's earlier reads of the buffer this copy overwrites are done (a ring of one stage).
-  if (!iterations_.empty()) Barrier();
+  if (!iterations_.empty() && !prefetch) Barrier();
   llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
   for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
     auto [row, col] = TvElement(copy, v);
@@ -466,8 +485,14 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
         b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), src->strides[src->extents.size() - 2]),
                      b_.CreateZExt(col, b_.getInt64Ty()));
     llvm::Value* gaddr = b_.CreateIntToPtr(b_.CreateAdd(src->address, b_.CreateMul(goff, I64(e))), gptr);
-    Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16, {saddr, gaddr});
+    if (prefetch) {
+      llvm::Value* bytes = b_.CreateSelect(prefetch->live, I32(16), I32(0));  // 0: fill zeros, read nothing
+      Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {saddr, gaddr, bytes});
+    } else {
+      Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16, {saddr, gaddr});
+    }
   }
+  if (prefetch) return;  // the loop commits and waits per stage
   Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
   Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
   Barrier();
@@ -745,8 +770,65 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
   }
 }
 
+std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
+  std::set<std::uint32_t> in_body;
+  for (OpId id : loop.body) in_body.insert(id.index);
+  std::set<std::uint32_t> slice;
+  stages = 0;
+  std::function<bool(ValueId)> need = [&](ValueId v) {
+    for (ValueId c : loop.carried)
+      if (c == v) return false;
+    const tile::Value& value = Val(v);
+    if (!value.def.valid() || !in_body.count(value.def.index)) return true;  // the counter, or outside the loop
+    const tile::Op& def = k_.Get(value.def);
+    bool pure =
+        std::holds_alternative<tile::op::View>(def.node) || std::holds_alternative<tile::op::ScalarOp>(def.node) ||
+        std::holds_alternative<tile::op::Constant>(def.node) || std::holds_alternative<tile::op::Size>(def.node);
+    if (!pure) return false;
+    if (!slice.insert(value.def.index).second) return true;
+    for (ValueId operand : tile::Operands(def))
+      if (!need(operand)) return false;
+    return true;
+  };
+  for (OpId id : loop.body) {
+    const tile::Op& op = k_.Get(id);
+    const auto* copy = std::get_if<tile::op::ToShared>(&op.node);
+    if (!copy) continue;
+    int s = plan_.values.at(op.results.at(0).index).stages;
+    if (s < 2 || (stages && s != stages) || !StartsWith(plan_.ops.at(id.index).instruction, "cp.async")) return {};
+    stages = s;
+    slice.insert(id.index);
+    if (!need(copy->src)) return {};
+  }
+  std::vector<OpId> out;
+  for (OpId id : loop.body)
+    if (slice.count(id.index)) out.push_back(id);
+  return out;
+}
+
 void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   llvm::Value* bound = Scalar(loop.bound);
+  // A pipelined loop whose copies depend only on the counter issues them `stages - 1` iterations
+  // ahead (cp.async groups: a prologue, then one group per iteration, waiting for the oldest).
+  int stages = 0;
+  std::vector<OpId> copies = loop.pipelined ? CopySlice(loop, stages) : std::vector<OpId>{};
+  if (copies.empty()) stages = 0;
+  std::set<std::uint32_t> copy_ops;
+  for (OpId id : copies) copy_ops.insert(id.index);
+  auto issue = [&](llvm::Value* iteration) {
+    slots_[loop.counter.index].scalar = iteration;
+    Prefetch p{b_.CreateURem(iteration, I64(stages)), b_.CreateICmpSLT(iteration, bound)};
+    for (OpId id : copies) {
+      const tile::Op& c = k_.Get(id);
+      span_ = c.span;
+      if (const auto* copy = std::get_if<tile::op::ToShared>(&c.node))
+        EmitToShared(id, c, *copy, &p);
+      else
+        EmitOp(id);
+    }
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+  };
+  for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -782,9 +864,26 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   }
   b_.CreateCondBr(b_.CreateICmpSLT(counter, bound), body, exit);
   b_.SetInsertPoint(body);
-  slots_[loop.counter.index].scalar = counter;
   iterations_.push_back(counter);
-  EmitBlock(loop.body);
+  if (stages) {
+    Barrier();  // every thread is done with the slot the next copies overwrite
+    issue(b_.CreateAdd(counter, I64(stages - 1)));
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
+    Barrier();  // this iteration's tiles have landed, from every thread's copies
+    slots_[loop.counter.index].scalar = counter;
+    for (OpId id : loop.body) {
+      const tile::Op& body_op = k_.Get(id);
+      if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
+        ValueId dst = body_op.results.at(0);
+        slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
+      } else {
+        EmitOp(id);  // the rest of the body; scalar and view ops again for this iteration
+      }
+    }
+  } else {
+    slots_[loop.counter.index].scalar = counter;
+    EmitBlock(loop.body);
+  }
   iterations_.pop_back();
   span_ = op.span;
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -800,6 +899,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   counter->addIncoming(b_.CreateAdd(counter, I64(1)), latch);
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
+  if (stages) Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
   for (std::size_t i = 0; i < op.results.size(); ++i) {
     ValueId c = loop.carried.at(i), r = op.results[i];
     slots_[r.index].scalar = slots_[c.index].scalar;
