@@ -148,6 +148,8 @@ class Emitter {
   void EmitStore(OpId id, const tile::op::Store& s);
   void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
   void EmitMap(const tile::op::Map& m, ValueId result);
+  void EmitReduce(const tile::op::Reduce& r, ValueId result);
+  llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
   std::vector<llvm::Value*> SameLayoutRegs(ValueId src, ValueId dst, std::string_view what);
 
   const tile::Kernel& k_;
@@ -399,8 +401,15 @@ void Emitter::EmitOp(OpId id) {
           EmitMap(node, result());
         } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
           EmitLoop(op, node);
-        } else {
-          Fail("this operation (reductions and iota come next)");
+        } else if constexpr (std::is_same_v<T, tile::op::Reduce>) {
+          EmitReduce(node, result());
+        } else if constexpr (std::is_same_v<T, tile::op::Iota>) {
+          ValueId r = result();
+          const TvLayout& tv = Tv(r);
+          std::vector<llvm::Value*> regs;
+          for (std::int64_t v = 0; v < Flat(tv).values; ++v)
+            regs.push_back(b_.CreateZExt(TvElement(tv, v).first, ElemType(Val(r).dtype)));
+          slots_[r.index].regs = std::move(regs);
         }
       },
       op.node);
@@ -409,28 +418,8 @@ void Emitter::EmitOp(OpId id) {
 void Emitter::EmitScalarOp(const tile::Op& op, const tile::op::ScalarOp& s) {
   std::vector<llvm::Value*> a;
   for (ValueId v : s.args) a.push_back(Scalar(v));
-  Dtype d = Val(s.args.at(0)).dtype;
-  bool f = IsFloat(d);
-  llvm::Value* r = nullptr;
-  const std::string& fn = s.fn;
-  if (a.size() == 2) {
-    if (fn == "+") r = f ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
-    if (fn == "-") r = f ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
-    if (fn == "*") r = f ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
-    if (fn == "/") r = f ? b_.CreateFDiv(a[0], a[1]) : b_.CreateSDiv(a[0], a[1]);
-    if (fn == "%") r = f ? b_.CreateFRem(a[0], a[1]) : b_.CreateSRem(a[0], a[1]);
-    if (fn == "==") r = f ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
-    if (fn == "!=") r = f ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
-    if (fn == "<") r = f ? b_.CreateFCmpOLT(a[0], a[1]) : b_.CreateICmpSLT(a[0], a[1]);
-    if (fn == "<=") r = f ? b_.CreateFCmpOLE(a[0], a[1]) : b_.CreateICmpSLE(a[0], a[1]);
-    if (fn == ">") r = f ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateICmpSGT(a[0], a[1]);
-    if (fn == ">=") r = f ? b_.CreateFCmpOGE(a[0], a[1]) : b_.CreateICmpSGE(a[0], a[1]);
-    if (fn == "&&") r = b_.CreateAnd(a[0], a[1]);
-    if (fn == "||") r = b_.CreateOr(a[0], a[1]);
-  }
-  if (a.size() == 1 && fn == "negate") r = f ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
-  if (!r) Fail("the scalar operation `" + fn + "`");
-  slots_[op.results.at(0).index].scalar = r;
+  Dtype d = Val(s.args.at(s.fn == "select" ? 1 : 0)).dtype;
+  slots_[op.results.at(0).index].scalar = Elementwise(s.fn, d, a);
 }
 
 void Emitter::EmitView(const tile::Op& op, const tile::op::View& v) {
@@ -685,10 +674,65 @@ std::vector<llvm::Value*> Emitter::SameLayoutRegs(ValueId src, ValueId dst, std:
   return out;
 }
 
+// The element of operand `a` that element `e` of a rank-`result_rank` result reads: NumPy's
+// broadcasting, axes aligned at the end (a rank-1 tile is n x 1).
+RowCol BroadcastElement(RowCol e, int result_rank, RowCol a_ext, int a_rank) {
+  std::vector<std::int64_t> idx =
+      result_rank == 1 ? std::vector<std::int64_t>{e.row} : std::vector<std::int64_t>{e.row, e.col};
+  std::vector<std::int64_t> shape =
+      a_rank == 1 ? std::vector<std::int64_t>{a_ext.row} : std::vector<std::int64_t>{a_ext.row, a_ext.col};
+  std::vector<std::int64_t> out(shape.size(), 0);
+  for (std::size_t i = 0; i < shape.size(); ++i) out[i] = shape[i] == 1 ? 0 : idx[i + idx.size() - shape.size()];
+  return a_rank == 1 ? RowCol{out[0], 0} : RowCol{out[0], out[1]};
+}
+
+llvm::Value* Emitter::Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x) {
+  bool f = IsFloat(d);
+  bool s = IsSigned(d);
+  auto binary_intrinsic = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, x[0], x[1]); };
+  if (x.size() == 2) {
+    if (fn == "+") return f ? b_.CreateFAdd(x[0], x[1]) : b_.CreateAdd(x[0], x[1]);
+    if (fn == "-") return f ? b_.CreateFSub(x[0], x[1]) : b_.CreateSub(x[0], x[1]);
+    if (fn == "*") return f ? b_.CreateFMul(x[0], x[1]) : b_.CreateMul(x[0], x[1]);
+    if (fn == "/") return f ? b_.CreateFDiv(x[0], x[1]) : (s ? b_.CreateSDiv(x[0], x[1]) : b_.CreateUDiv(x[0], x[1]));
+    if (fn == "%") return f ? b_.CreateFRem(x[0], x[1]) : (s ? b_.CreateSRem(x[0], x[1]) : b_.CreateURem(x[0], x[1]));
+    if (fn == "==") return f ? b_.CreateFCmpOEQ(x[0], x[1]) : b_.CreateICmpEQ(x[0], x[1]);
+    if (fn == "!=") return f ? b_.CreateFCmpUNE(x[0], x[1]) : b_.CreateICmpNE(x[0], x[1]);
+    if (fn == "<")
+      return f ? b_.CreateFCmpOLT(x[0], x[1]) : (s ? b_.CreateICmpSLT(x[0], x[1]) : b_.CreateICmpULT(x[0], x[1]));
+    if (fn == "<=")
+      return f ? b_.CreateFCmpOLE(x[0], x[1]) : (s ? b_.CreateICmpSLE(x[0], x[1]) : b_.CreateICmpULE(x[0], x[1]));
+    if (fn == ">")
+      return f ? b_.CreateFCmpOGT(x[0], x[1]) : (s ? b_.CreateICmpSGT(x[0], x[1]) : b_.CreateICmpUGT(x[0], x[1]));
+    if (fn == ">=")
+      return f ? b_.CreateFCmpOGE(x[0], x[1]) : (s ? b_.CreateICmpSGE(x[0], x[1]) : b_.CreateICmpUGE(x[0], x[1]));
+    if (fn == "&&") return b_.CreateAnd(x[0], x[1]);
+    if (fn == "||") return b_.CreateOr(x[0], x[1]);
+    // The interpreter's maximum and minimum: NaN propagates, -0 < +0 (max.NaN / min.NaN).
+    if (fn == "maximum")
+      return binary_intrinsic(f ? llvm::Intrinsic::maximum : s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax);
+    if (fn == "minimum")
+      return binary_intrinsic(f ? llvm::Intrinsic::minimum : s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin);
+  }
+  if (x.size() == 3 && fn == "select") return b_.CreateSelect(x[0], x[1], x[2]);
+  if (x.size() == 1) {
+    if (fn == "negate") return f ? b_.CreateFNeg(x[0]) : b_.CreateNeg(x[0]);
+    if (fn == "abs" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x[0]);
+    if (fn == "sqrt" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x[0]);
+    if (fn == "exp" && d == Dtype::F32) {  // 2^(x log2 e) on the special function unit (ex2.approx)
+      llvm::Value* scaled = b_.CreateFMul(x[0], llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634));
+      return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
+    }
+  }
+  Fail("the elementwise function `" + fn + "` on `" + std::string(Spelling(d)) + "`");
+}
+
 void Emitter::EmitMap(const tile::op::Map& m, ValueId result) {
-  Dtype d = Val(m.args.at(0)).dtype;
+  // The operands' dtype: select's comes from its second operand (the first is the condition).
+  Dtype d = Val(m.args.at(m.fn == "select" ? 1 : 0)).dtype;
   const FlatTv& fr = Flat(Tv(result));
   RowCol ext = Extent(result);
+  int rank = static_cast<int>(Val(result).shape.size());
   std::vector<std::vector<llvm::Value*>> args;
   for (ValueId a : m.args) {
     std::vector<llvm::Value*> per(static_cast<std::size_t>(fr.values));
@@ -696,33 +740,96 @@ void Emitter::EmitMap(const tile::op::Map& m, ValueId result) {
       std::fill(per.begin(), per.end(), Scalar(a));
     } else {
       RowCol ae = Extent(a);
+      int a_rank = static_cast<int>(Val(a).shape.size());
       for (std::int64_t v = 0; v < fr.values; ++v) {
         int idx = UniformValue(
-            a,
-            [&](std::int64_t t) {
-              RowCol e = fr.At(t, v);
-              return RowCol{ae.row == 1 && ext.row != 1 ? 0 : e.row, ae.col == 1 && ext.col != 1 ? 0 : e.col};
-            },
-            "`" + m.fn + "`");
+            a, [&](std::int64_t t) { return BroadcastElement(fr.At(t, v), rank, ae, a_rank); }, "`" + m.fn + "`");
         per[static_cast<std::size_t>(v)] = slots_.at(a.index).regs.at(static_cast<std::size_t>(idx));
       }
     }
     args.push_back(std::move(per));
   }
-  bool f = IsFloat(d);
+  (void)ext;
   std::vector<llvm::Value*> out;
   for (std::int64_t v = 0; v < fr.values; ++v) {
-    auto x = [&](int i) { return args.at(static_cast<std::size_t>(i))[static_cast<std::size_t>(v)]; };
-    llvm::Value* r = nullptr;
-    const std::string& fn = m.fn;
-    if (args.size() == 2) {
-      if (fn == "+") r = f ? b_.CreateFAdd(x(0), x(1)) : b_.CreateAdd(x(0), x(1));
-      if (fn == "-") r = f ? b_.CreateFSub(x(0), x(1)) : b_.CreateSub(x(0), x(1));
-      if (fn == "*") r = f ? b_.CreateFMul(x(0), x(1)) : b_.CreateMul(x(0), x(1));
-      if (fn == "/") r = f ? b_.CreateFDiv(x(0), x(1)) : b_.CreateSDiv(x(0), x(1));
+    std::vector<llvm::Value*> x;
+    for (const auto& a : args) x.push_back(a[static_cast<std::size_t>(v)]);
+    out.push_back(Elementwise(m.fn, d, x));
+  }
+  slots_[result.index].regs = std::move(out);
+}
+
+void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
+  ValueId src = red.src;
+  Dtype d = Val(src).dtype;
+  if (d != Dtype::F32) Fail("a reduction of `" + std::string(Spelling(d)) + "` (f32 comes first)");
+  if (Val(src).shape.size() != 2) Fail("a reduction of a tile of rank other than 2");
+  const FlatTv& fs = Flat(Tv(src));
+  const FlatTv& fd = Flat(Tv(result));
+  auto combine = [&](llvm::Value* a, llvm::Value* b) -> llvm::Value* {
+    if (red.fn == "sum") return b_.CreateFAdd(a, b);
+    if (red.fn == "max") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
+    if (red.fn == "min") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+    Fail("the reduction `" + red.fn + "`");
+  };
+  // 1. Each thread combines its values row by row: slot k is the k-th row it meets. Which value
+  // indices form each slot must be the same in every thread (the rows may differ).
+  std::vector<std::vector<std::int64_t>> rows(static_cast<std::size_t>(fs.threads));
+  std::vector<int> slot_of_value;  // thread 0's, checked against every thread's
+  for (std::int64_t t = 0; t < fs.threads; ++t) {
+    std::vector<int> slots;
+    std::set<std::int64_t> seen;
+    for (std::int64_t v = 0; v < fs.values; ++v) {
+      RowCol e = fs.At(t, v);
+      if (!seen.insert(e.row + fs.rows * e.col).second) {
+        slots.push_back(-1);  // a broadcast copy
+        continue;
+      }
+      auto& r = rows[static_cast<std::size_t>(t)];
+      auto it = std::find(r.begin(), r.end(), e.row);
+      if (it == r.end()) r.push_back(e.row), it = r.end() - 1;
+      slots.push_back(static_cast<int>(it - r.begin()));
     }
-    if (!r) Fail("the elementwise operation `" + fn + "` (it comes with the attention kernels)");
-    out.push_back(r);
+    if (t == 0) slot_of_value = slots;
+    if (slots != slot_of_value) Fail("`" + red.fn + "` of a tile whose threads hold their rows in different registers");
+  }
+  const auto& src_regs = slots_.at(src.index).regs;
+  std::vector<llvm::Value*> partial(rows[0].size(), nullptr);
+  for (std::size_t v = 0; v < slot_of_value.size(); ++v) {
+    int k = slot_of_value[v];
+    if (k < 0) continue;
+    partial[static_cast<std::size_t>(k)] =
+        partial[static_cast<std::size_t>(k)] ? combine(partial[static_cast<std::size_t>(k)], src_regs[v]) : src_regs[v];
+  }
+  // 2. Across the lanes of a warp that hold the same rows: butterfly shuffles.
+  for (int mask = 1; mask < 32; mask <<= 1) {
+    bool partner = true;
+    for (std::int64_t t = 0; t < fs.threads && partner; ++t)
+      partner = rows[static_cast<std::size_t>(t)] == rows[static_cast<std::size_t>((t & ~31) | ((t & 31) ^ mask))];
+    if (!partner) continue;
+    for (auto& p : partial) {
+      llvm::Value* other = Intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {I32(-1), p, I32(mask), I32(31)});
+      p = combine(p, other);
+    }
+  }
+  // 3. A row held by several warps would need a trip through shared memory: not generated yet.
+  std::map<std::int64_t, std::set<std::int64_t>> warps_of_row;
+  for (std::int64_t t = 0; t < fs.threads; ++t)
+    for (std::int64_t r : rows[static_cast<std::size_t>(t)]) warps_of_row[r].insert(t / 32);
+  for (const auto& [r, ws] : warps_of_row)
+    if (ws.size() > 1) Fail("`" + red.fn + "` of rows spread over several warps (through shared memory)");
+  // 4. The result: each value is the slot of the row its layout gives the thread.
+  std::vector<llvm::Value*> out;
+  for (std::int64_t v = 0; v < fd.values; ++v) {
+    int k = -1;
+    for (std::int64_t t = 0; t < fd.threads; ++t) {
+      const auto& r = rows[static_cast<std::size_t>(t)];
+      auto it = std::find(r.begin(), r.end(), fd.At(t, v).row);
+      int slot = it == r.end() ? -2 : static_cast<int>(it - r.begin());
+      if (slot < 0 || (k >= 0 && slot != k)) Fail("`" + red.fn + "` whose result layout does not match its rows");
+      k = slot;
+    }
+    out.push_back(partial.at(static_cast<std::size_t>(k)));
   }
   slots_[result.index].regs = std::move(out);
 }
