@@ -5,6 +5,8 @@
 //
 //   run_kernel PTX ENTRY --grid X[,Y[,Z]] --threads N --shared BYTES ARG... [--time N]
 //   ARG: in:FILE.npy           a tensor parameter read from FILE
+//        rand:DTYPE:D0xD1...  a tensor parameter of `random` values (the runtime's generator), made
+//                             here: for timing at sizes whose inputs are too large to carry
 //        out:FILE.npy:DTYPE:D0xD1...  an `out` tensor, zero-filled, written to FILE after the run
 //        i64:V | i32:V | f32:V  a size or scalar parameter
 // Arguments are passed in the order given: the launch contract of compiler/codegen/device.h.
@@ -116,6 +118,11 @@ int main(int argc, char** argv) {
     auto arg = std::make_unique<Arg>();
     if (parts[0] == "in" && parts.size() == 2) {
       Must(weft_npy_load(&arg->host, parts[1].c_str()));
+    } else if (parts[0] == "rand" && parts.size() == 3) {
+      std::vector<std::int64_t> shape;
+      for (const auto& d : Split(parts[2], 'x')) shape.push_back(std::stoll(d));
+      Must(weft_host_tensor_create(&arg->host, ParseDtype(parts[1]), static_cast<int>(shape.size()), shape.data()));
+      Must(weft_random_fill(arg->host, args.size() + 1));
     } else if (parts[0] == "out" && parts.size() == 4) {
       std::vector<std::int64_t> shape;
       for (const auto& d : Split(parts[3], 'x')) shape.push_back(std::stoll(d));
