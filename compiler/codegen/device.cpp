@@ -34,6 +34,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "codegen/hopper.h"
 #include "layout/atoms.h"
 
 namespace weft::codegen {
@@ -82,6 +83,8 @@ struct GlobalSlot {
   std::vector<llvm::Value*> extents;  // the parameter's extents (i64), for strides
   std::vector<llvm::Value*> strides;  // row-major strides of the parameter (i64 elements)
   int view_rank = 0;                  // 0 for the parameter itself
+  int param = -1;                     // index into Kernel::params of the tensor it views
+  llvm::Value* origin = nullptr;      // the parameter's address (i64), for TMA coordinates
 };
 
 struct Slot {
@@ -90,6 +93,7 @@ struct Slot {
   llvm::Value* shared = nullptr;          // i32 byte offset of a Shared tile's buffer (this stage's)
   std::optional<ValueId> shared_view_of;  // a transposed view: the parent tile
   std::vector<llvm::Value*> regs;         // a Reg tile: one per value index
+  std::optional<ValueId> shared_alias;    // a `regs` that wgmma reads from this Shared tile
 };
 
 class Emitter {
@@ -125,6 +129,15 @@ class Emitter {
   llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args,
                          llvm::ArrayRef<llvm::Type*> types = {});
   void Barrier();
+  // A per-thread constant: a table in constant memory indexed by the thread, or the constant itself
+  // when every thread has the same (i32).
+  llvm::Value* ThreadTable(const std::vector<std::int64_t>& per_thread);
+  // Byte offset (i32) in @weft_smem of `bytes` of scratch memory past the plan's tiles, for
+  // reductions across warps and `convert`; the kernel's dynamic shared memory grows to hold it.
+  llvm::Value* Scratch(std::int64_t bytes);
+  void StoreIf(llvm::Value* condition, llvm::Value* value, llvm::Value* shared_offset);
+  void EmitConvert(ValueId src, ValueId result);
+  std::int64_t scratch_bytes_ = 0;
 
   // --- ops ---
   void EmitBlock(const std::vector<OpId>& ops);
@@ -136,6 +149,7 @@ class Emitter {
   struct Prefetch {
     llvm::Value* slot;
     llvm::Value* live;
+    llvm::Value* bar = nullptr;  // TMA: the slot's mbarrier
   };
   void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s, const Prefetch* prefetch = nullptr);
   llvm::Value* SharedBase(ValueId dst, llvm::Value* slot);
@@ -145,6 +159,30 @@ class Emitter {
   std::vector<OpId> CopySlice(const tile::op::Loop& loop, int& stages);
   void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
+
+  // --- sm_90a: TMA, mbarriers, wgmma ---
+  // The TMA copies' tensor maps (one per parameter, box and swizzle), found before the entry's
+  // parameters are made; the entry's map parameters' generic addresses (i64).
+  void FindTensorMaps();
+  int TensorMapIndex(OpId id, const tile::op::ToShared& s);
+  std::vector<TensorMapSpec> map_specs_;
+  std::vector<llvm::Value*> maps_;
+  // mbarrier i (8 bytes each, past the plan's tiles); `Mbarrier(slot)` for a runtime index.
+  int mbarriers_ = 0;
+  std::int64_t MbarrierOffset() const { return (plan_.shared_bytes + 15) / 16 * 16; }
+  llvm::Value* Mbarrier(llvm::Value* index);  // ptr addrspace(3)
+  llvm::Value* SharedAddress(llvm::Value* ptr);  // i32 shared-window address
+  void IfThread0(llvm::Value* also, const std::function<void()>& then);
+  void WaitMbarrier(llvm::Value* bar, llvm::Value* parity);
+  std::int64_t TmaBytes(OpId id, ValueId dst);
+  // The TMA boxes of one copy into `base`, completing on `bar`, issued by thread 0 when `live`.
+  void EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::Value* base, llvm::Value* bar,
+               llvm::Value* live);
+  std::int64_t LinearOffset(ValueId shared, RowCol e);  // elements, before the swizzle
+  // `mn0` per warpgroup: the descriptor of this thread's warpgroup.
+  llvm::Value* Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
+                          bool& mn_major);
+  void EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m);
   void EmitStore(OpId id, const tile::op::Store& s);
   void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
   void EmitMap(const tile::op::Map& m, ValueId result);
@@ -334,6 +372,73 @@ void Emitter::Barrier() {
   Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});
 }
 
+llvm::Value* Emitter::ThreadTable(const std::vector<std::int64_t>& per_thread) {
+  if (std::all_of(per_thread.begin(), per_thread.end(), [&](std::int64_t x) { return x == per_thread[0]; }))
+    return I32(per_thread[0]);
+  std::vector<llvm::Constant*> entries;
+  for (std::int64_t x : per_thread) entries.push_back(b_.getInt32(static_cast<std::uint32_t>(x)));
+  auto* type = llvm::ArrayType::get(b_.getInt32Ty(), entries.size());
+  auto* table = new llvm::GlobalVariable(m_, type, true, llvm::GlobalValue::PrivateLinkage,
+                                         llvm::ConstantArray::get(type, entries), "weft_thread_table", nullptr,
+                                         llvm::GlobalValue::NotThreadLocal, 4);
+  llvm::Value* at = b_.CreateGEP(type, table, {I32(0), tid_});
+  return b_.CreateAlignedLoad(b_.getInt32Ty(), at, llvm::Align(4));
+}
+
+llvm::Value* Emitter::Scratch(std::int64_t bytes) {
+  scratch_bytes_ = std::max(scratch_bytes_, bytes);
+  return I32(MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16);  // past the mbarriers
+}
+
+void Emitter::StoreIf(llvm::Value* condition, llvm::Value* value, llvm::Value* shared_offset) {
+  llvm::BasicBlock* then = llvm::BasicBlock::Create(ctx_, "store", fn_);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "stored", fn_);
+  b_.CreateCondBr(condition, then, join);
+  b_.SetInsertPoint(then);
+  b_.CreateAlignedStore(value, b_.CreateGEP(b_.getInt8Ty(), smem_, shared_offset),
+                        llvm::Align(std::max<std::uint64_t>(1, value->getType()->getPrimitiveSizeInBits() / 8)));
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+}
+
+// `convert`: through scratch shared memory, as the simulator does it: each element's owner (the
+// lowest thread holding it) stores it, every thread loads the elements its new layout gives it.
+void Emitter::EmitConvert(ValueId src, ValueId result) {
+  const TvLayout& s = Tv(src);
+  const TvLayout& d = Tv(result);
+  if (s.layout == d.layout && s.rows == d.rows && s.cols == d.cols) {
+    slots_[result.index].regs = slots_.at(src.index).regs;
+    return;
+  }
+  int e = ElementBytes(Val(src).dtype);
+  llvm::Value* scratch = Scratch(s.rows * s.cols * e);
+  const FlatTv& fs = Flat(s);
+  auto owners = layout::Owners(s);
+  const auto& regs = slots_.at(src.index).regs;
+  Barrier();  // an earlier use of the scratch memory is done
+  for (std::int64_t v = 0; v < fs.values; ++v) {
+    std::vector<std::int64_t> owner(static_cast<std::size_t>(fs.threads));
+    for (std::int64_t t = 0; t < fs.threads; ++t) {
+      RowCol el = fs.At(t, v);
+      auto o = owners[static_cast<std::size_t>(el.row + s.rows * el.col)];
+      owner[static_cast<std::size_t>(t)] = o.first == t && o.second == v;
+    }
+    auto [row, col] = TvElement(s, v);
+    llvm::Value* at = b_.CreateAdd(scratch, b_.CreateMul(b_.CreateAdd(row, b_.CreateMul(col, I32(s.rows))), I32(e)));
+    StoreIf(b_.CreateICmpNE(ThreadTable(owner), I32(0)), regs.at(static_cast<std::size_t>(v)), at);
+  }
+  Barrier();
+  std::vector<llvm::Value*> out;
+  for (std::int64_t v = 0; v < Flat(d).values; ++v) {
+    auto [row, col] = TvElement(d, v);
+    llvm::Value* at = b_.CreateAdd(scratch, b_.CreateMul(b_.CreateAdd(row, b_.CreateMul(col, I32(d.rows))), I32(e)));
+    out.push_back(b_.CreateAlignedLoad(ElemType(Val(result).dtype), b_.CreateGEP(b_.getInt8Ty(), smem_, at),
+                                       llvm::Align(static_cast<std::uint64_t>(e))));
+  }
+  Barrier();
+  slots_[result.index].regs = std::move(out);
+}
+
 // --- ops ---------------------------------------------------------------------------------------
 
 void Emitter::EmitBlock(const std::vector<OpId>& ops) {
@@ -395,8 +500,10 @@ void Emitter::EmitOp(OpId id) {
           auto in = SameLayoutRegs(node.src, r, "`cast`");
           for (auto*& x : in) x = Convert(x, Val(node.src).dtype, node.dtype);
           slots_[r.index].regs = std::move(in);
-        } else if constexpr (std::is_same_v<T, tile::op::Expand> || std::is_same_v<T, tile::op::Convert>) {
-          slots_[result().index].regs = SameLayoutRegs(node.src, result(), "this op");
+        } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
+          slots_[result().index].regs = SameLayoutRegs(node.src, result(), "`expand`");
+        } else if constexpr (std::is_same_v<T, tile::op::Convert>) {
+          EmitConvert(node.src, result());
         } else if constexpr (std::is_same_v<T, tile::op::Map>) {
           EmitMap(node, result());
         } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
@@ -458,6 +565,23 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   }
   llvm::Value* base = SharedBase(dst, stage);
   slots_[dst.index].shared = base;
+  if (StartsWith(choice.instruction, "tma")) {
+    if (prefetch) return EmitTma(id, s, dst, base, prefetch->bar, prefetch->live);
+    // In place: a fresh mbarrier (the last one) for this copy alone.
+    llvm::Value* bar = Mbarrier(I32(mbarriers_ - 1));
+    Barrier();  // every thread's earlier reads of the buffer are done
+    IfThread0(nullptr, [&] {
+      Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {bar, I32(1)});
+      hopper::FenceMbarrierInit(b_);
+    });
+    Barrier();
+    IfThread0(nullptr, [&] { hopper::MbarrierArriveExpectTx(b_, SharedAddress(bar), I32(TmaBytes(id, dst))); });
+    EmitTma(id, s, dst, base, bar, nullptr);
+    WaitMbarrier(bar, I32(0));
+    Barrier();  // every thread is past the wait
+    IfThread0(nullptr, [&] { Intrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {bar}); });
+    return;
+  }
   if (!StartsWith(choice.instruction, "cp.async")) Fail("`" + choice.instruction + "` copies into shared memory");
   if (!choice.copy || choice.vector_bytes != 16) Fail("a cp.async copy without 16-byte vectors");
   if (Val(dst).shape.size() != 2) Fail("cp.async into a shared tile of rank other than 2");
@@ -494,6 +618,10 @@ RowCol Advance(RowCol e, std::int64_t n, int rank) {
 void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
   ValueId dst = op.results.at(0);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
+  if (StartsWith(choice.instruction, "none") || !plan_.values.at(dst.index).regs) {
+    slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
+    return;
+  }
   if (!StartsWith(choice.instruction, "ldmatrix")) Fail("`" + choice.instruction + "` loads into registers");
   llvm::Value* base = slots_.at(r.src.index).shared;
   if (!base) Fail("`regs` of " + Name(r.src) + ", which is not in shared memory");
@@ -572,7 +700,8 @@ std::vector<RowCol> WarpOrigins(const FlatTv& acc, std::int64_t cols, int warps)
 void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
-  if (!StartsWith(choice.instruction, "mma.m16n8k16")) Fail("`" + choice.instruction + "` (wgmma comes next)");
+  if (StartsWith(choice.instruction, "wgmma")) return EmitWgmma(id, op, m);
+  if (!StartsWith(choice.instruction, "mma.m16n8k16")) Fail("`" + choice.instruction + "`");
   auto atom = layout::FindAtom(choice.instruction);
   if (!atom) Fail(atom.error());
   const TvLayout& ta = atom->Operand("A")->tv;
@@ -656,6 +785,281 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
       }
       for (int i = 0; i < 4; ++i) acc[static_cast<std::size_t>(c_index[i])] = c[i];
     }
+  slots_[result.index].regs = std::move(acc);
+}
+
+// --- sm_90a: TMA, mbarriers, wgmma ---------------------------------------------------------------
+
+void Emitter::FindTensorMaps() {
+  int stages = 0;
+  for (std::uint32_t i = 0; i < k_.ops.size(); ++i) {
+    OpId id{i};
+    const auto* copy = std::get_if<tile::op::ToShared>(&k_.Get(id).node);
+    if (!copy || !StartsWith(plan_.ops.at(i).instruction, "tma")) continue;
+    stages = std::max(stages, plan_.values.at(k_.Get(id).results.at(0).index).stages);
+    TensorMapIndex(id, *copy);
+  }
+  mbarriers_ = map_specs_.empty() ? 0 : stages + 1;  // one per slot of a ring, and one for copies in place
+}
+
+int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  span_ = k_.Get(id).span;
+  if (!choice.tma || choice.tma->box_dims.size() != 2) Fail("a TMA copy without a 2-D box");
+  // The tensor the copy reads: a parameter, or a `tile` view of one.
+  ValueId tensor = s.src;
+  if (const tile::Value& v = Val(tensor); v.def.valid()) {
+    const auto* view = std::get_if<tile::op::View>(&k_.Get(v.def).node);
+    if (!view) Fail("a TMA copy of " + Name(s.src) + ", which is not a view of a parameter");
+    tensor = view->tensor;
+  }
+  int param = -1;
+  for (std::size_t p = 0; p < k_.params.size(); ++p)
+    if (k_.params[p].value == tensor) param = static_cast<int>(p);
+  if (param < 0) Fail("a TMA copy of " + Name(tensor) + ", which is not a parameter");
+  TensorMapSpec spec{param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle};
+  for (std::size_t i = 0; i < map_specs_.size(); ++i) {
+    const TensorMapSpec& m = map_specs_[i];
+    if (m.param == spec.param && m.box_cols == spec.box_cols && m.box_rows == spec.box_rows && m.swizzle == spec.swizzle)
+      return static_cast<int>(i);
+  }
+  map_specs_.push_back(spec);
+  return static_cast<int>(map_specs_.size() - 1);
+}
+
+llvm::Value* Emitter::Mbarrier(llvm::Value* index) {
+  llvm::Value* offset = b_.CreateAdd(I32(MbarrierOffset()), b_.CreateMul(index, I32(8)));
+  return b_.CreateGEP(b_.getInt8Ty(), smem_, offset);
+}
+
+llvm::Value* Emitter::SharedAddress(llvm::Value* ptr) {
+  return b_.CreateTrunc(b_.CreatePtrToInt(ptr, b_.getInt64Ty()), b_.getInt32Ty());
+}
+
+void Emitter::IfThread0(llvm::Value* also, const std::function<void()>& then) {
+  llvm::Value* condition = b_.CreateICmpEQ(tid_, I32(0));
+  if (also) condition = b_.CreateAnd(condition, also);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "thread0", fn_);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "all", fn_);
+  b_.CreateCondBr(condition, body, join);
+  b_.SetInsertPoint(body);
+  then();
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+}
+
+void Emitter::WaitMbarrier(llvm::Value* bar, llvm::Value* parity) {
+  llvm::BasicBlock* wait = llvm::BasicBlock::Create(ctx_, "wait", fn_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "landed", fn_);
+  llvm::Value* address = SharedAddress(bar);
+  b_.CreateBr(wait);
+  b_.SetInsertPoint(wait);
+  b_.CreateCondBr(hopper::MbarrierTryWait(b_, address, parity), done, wait);
+  b_.SetInsertPoint(done);
+}
+
+std::int64_t Emitter::TmaBytes(OpId id, ValueId dst) {
+  const layout::TmaBox& box = *plan_.ops.at(id.index).tma;
+  RowCol ext = Extent(dst);
+  std::int64_t boxes = (ext.row / box.box_dims[1]) * (ext.col / box.box_dims[0]);
+  return boxes * box.box_dims[0] * box.box_dims[1] * ElementBytes(Val(dst).dtype);
+}
+
+std::int64_t Emitter::LinearOffset(ValueId shared, RowCol e) {
+  const auto& choice = plan_.values.at(shared.index);
+  if (!choice.shared) Fail("the plan gives shared tile " + Name(shared) + " no layout");
+  const layout::SwizzledLayout& l = *choice.shared;
+  if (l.layout().rank() == 2) {
+    auto o = l.layout().Evaluate(layout::IntTuple::Tuple({e.row, e.col}));
+    if (!o) Fail("the shared layout of " + Name(shared) + " cannot place an element: " + o.error());
+    return l.offset() + *o;
+  }
+  return l.offset() + l.layout()(e.row + Extent(shared).row * e.col);
+}
+
+// The simulator's TMA copy (sim/executor.cpp): box (r0, c0) of the tile lands at the linear offset
+// of its first element; its coordinates in the 2-D map (leading axes flattened into rows) are the
+// view's first element's column and flattened row plus (c0, r0).
+void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::Value* base, llvm::Value* bar,
+                      llvm::Value* live) {
+  const auto& src = slots_.at(s.src.index).global;
+  if (!src || src->param < 0) Fail("`shared` of " + Name(s.src) + ", which is not a view of a parameter");
+  if (Val(dst).shape.size() != 2) Fail("a TMA copy into a shared tile of rank other than 2");
+  const layout::TmaBox& box = *plan_.ops.at(id.index).tma;
+  int map = TensorMapIndex(id, s);
+  int e = ElementBytes(Val(dst).dtype);
+  RowCol ext = Extent(dst);
+  // The view's first element: its offset from the parameter's in elements, as (row, col).
+  llvm::Value* first = b_.CreateUDiv(b_.CreateSub(src->address, src->origin), I64(e));
+  llvm::Value* last = src->extents.back();
+  llvm::Value* col = b_.CreateTrunc(b_.CreateURem(first, last), b_.getInt32Ty());
+  llvm::Value* row = b_.CreateTrunc(b_.CreateUDiv(first, last), b_.getInt32Ty());
+  llvm::Value* smem = SharedAddress(smem_);
+  llvm::Value* bar_address = SharedAddress(bar);
+  IfThread0(live, [&] {
+    for (std::int64_t r0 = 0; r0 < ext.row; r0 += box.box_dims[1])
+      for (std::int64_t c0 = 0; c0 < ext.col; c0 += box.box_dims[0]) {
+        llvm::Value* at = b_.CreateAdd(smem, b_.CreateAdd(base, I32(LinearOffset(dst, {r0, c0}) * e)));
+        hopper::TmaLoad2d(b_, at, maps_.at(static_cast<std::size_t>(map)), b_.CreateAdd(col, I32(c0)),
+                          b_.CreateAdd(row, I32(r0)), bar_address);
+      }
+  });
+}
+
+// A wgmma descriptor for the shared tile `shared` (A: M x K; B: K x N, read as N x K) at (mn0, k0),
+// as the simulator builds it: the first canonical mode and major-ness whose strides the tile's
+// layout has, with the start address of the element's unswizzled offset.
+llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
+                                 bool& mn_major) {
+  const auto& choice = plan_.values.at(shared.index);
+  if (!choice.shared) Fail("the plan gives shared tile " + Name(shared) + " no layout");
+  const layout::SwizzledLayout& l = *choice.shared;
+  if (l.layout().rank() != 2) Fail("the shared layout of " + Name(shared) + " is not rank 2");
+  layout::Layout mnk = l.layout();
+  if (is_b)
+    mnk = layout::Layout(layout::IntTuple::Tuple({l.layout().shape()[1], l.layout().shape()[0]}),
+                         layout::IntTuple::Tuple({l.layout().stride()[1], l.layout().stride()[0]}));
+  llvm::Value* base = slots_.at(shared.index).shared;
+  if (!base) Fail(Name(shared) + " is not in shared memory");
+  for (auto mode :
+       {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B, layout::SwizzleMode::kNone}) {
+    layout::Swizzle sw = l.swizzle();
+    if (sw.bits() == 0) sw = *layout::SwizzleFor(layout::SwizzleMode::kNone, 2);
+    layout::SwizzledLayout view(sw, l.offset(), mnk);
+    for (auto major : {layout::Major::kK, layout::Major::kMN}) {
+      auto d = layout::GmmaDescriptorFor(view, mode, major, 2);
+      if (!d) continue;
+      mn_major = major == layout::Major::kMN;
+      llvm::Value* offset = nullptr;
+      llvm::Value* group = b_.CreateUDiv(tid_, I32(128));
+      for (std::size_t g = mn0.size(); g-- > 0;) {
+        RowCol at = is_b ? RowCol{k0, mn0[g]} : RowCol{mn0[g], k0};
+        llvm::Value* here = I32(LinearOffset(shared, at) * 2);
+        offset = offset ? b_.CreateSelect(b_.CreateICmpEQ(group, I32(static_cast<std::int64_t>(g))), here, offset) : here;
+      }
+      llvm::Value* start = b_.CreateAdd(SharedAddress(smem_), b_.CreateAdd(base, offset));
+      llvm::Value* field = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(start, I32(4)), I32(0x3FFF)), b_.getInt64Ty());
+      return b_.CreateOr(b_.getInt64(d->Encode(0)), field);
+    }
+  }
+  Fail("the shared layout `" + layout::ToString(l) + "` of " + Name(shared) +
+       " is not a canonical wgmma layout: no matrix descriptor describes it");
+}
+
+// wgmma over the plan's warpgroup tiling: per warpgroup, its 64 x n atoms, each accumulating the
+// K / 16 steps; A and B from shared memory through descriptors (A from registers in the atom's A
+// fragment when the plan keeps it there); one fence before, one commit and a wait for all after.
+void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  ValueId result = op.results.at(0);
+  auto atom = layout::FindAtom(choice.instruction);
+  if (!atom) Fail(atom.error());
+  int n = atom->n;
+  bool bf16 = Val(m.b).dtype == Dtype::BF16;
+  if (!bf16 && Val(m.b).dtype != Dtype::F16) Fail("wgmma of `" + std::string(Spelling(Val(m.b).dtype)) + "`");
+  RowCol c_ext = Extent(result);
+  std::int64_t M = c_ext.row, N = c_ext.col, K = Extent(m.a).col;
+  int groups = choice.warps_m * choice.warps_n;
+  std::int64_t gm = M / choice.warps_m, gn = N / choice.warps_n;
+  if (groups * 128 > plan_.threads || gm % 64 || gn % n || K % 16) Fail("a warpgroup tiling that is not whole atoms");
+  auto shared_of = [&](ValueId v) -> std::optional<ValueId> {
+    if (Val(v).space == tile::Space::Shared) return v;
+    return slots_.at(v.index).shared_alias;
+  };
+  std::optional<ValueId> sa = shared_of(m.a), sb = shared_of(m.b);
+  if (!sb) Fail("wgmma reads B from shared memory, but the plan loads " + Name(m.b) + " into registers");
+  const std::vector<llvm::Value*>* ra = nullptr;
+  if (!sa) {
+    ra = &slots_.at(m.a.index).regs;
+    if (ra->empty()) Fail("an mma operand that is neither in shared memory nor in registers");
+  }
+  // Shared operands written by threads (not TMA) become visible to wgmma's async proxy.
+  for (auto s : {sa, sb}) {
+    if (!s) continue;
+    ValueId tile = *s;
+    if (const tile::Value& v = Val(tile); v.def.valid())
+      if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(v.def).node)) tile = t->src;
+    const tile::Value& v = Val(tile);
+    if (v.def.valid() && !StartsWith(plan_.ops.at(v.def.index).instruction, "tma")) {
+      hopper::FenceProxyAsync(b_);
+      break;
+    }
+  }
+  std::vector<llvm::Value*> acc = SameLayoutRegs(m.acc, result, "`mma`");
+  // Each warpgroup's top-left element of the accumulator.
+  const FlatTv& fr = Flat(Tv(result));
+  std::vector<RowCol> origins;
+  for (int g = 0; g < groups; ++g) {
+    RowCol o{fr.rows, Tv(result).cols};
+    for (std::int64_t t = g * 128; t < (g + 1) * 128; ++t)
+      for (std::int64_t v = 0; v < fr.values; ++v) {
+        RowCol e = fr.At(t, v);
+        o.row = std::min(o.row, e.row);
+        o.col = std::min(o.col, e.col);
+      }
+    origins.push_back(o);
+  }
+  auto origin = [&](std::int64_t t) {
+    return origins[static_cast<std::size_t>(std::min<std::int64_t>(t / 128, groups - 1))];
+  };
+  const FlatTv& fa = Flat(atom->Operand("A")->tv);
+  const FlatTv& fc = Flat(atom->Operand("C")->tv);
+  std::string what = "`" + choice.instruction + "`";
+  auto pack = [&](llvm::Value* lo, llvm::Value* hi) {
+    llvm::Value* l = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
+    llvm::Value* h = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
+    return b_.CreateOr(l, b_.CreateShl(h, I32(16)));
+  };
+  hopper::WgmmaFence(b_);
+  for (std::int64_t am = 0; am < gm / 64; ++am)
+    for (std::int64_t an = 0; an < gn / n; ++an) {
+      // Every warpgroup runs the same atoms at its own origin: the thread's registers are the same.
+      std::vector<int> c_index(static_cast<std::size_t>(n / 2));
+      std::vector<llvm::Value*> c(c_index.size());
+      for (int i = 0; i < n / 2; ++i) {
+        c_index[static_cast<std::size_t>(i)] = UniformValue(
+            result,
+            [&, i](std::int64_t t) {
+              RowCol o = origin(t), e = fc.At(t % 128, i);
+              return RowCol{o.row + 64 * am + e.row, o.col + n * an + e.col};
+            },
+            what);
+        c[static_cast<std::size_t>(i)] = acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])];
+      }
+      // Each warpgroup's operand tiles start at its own origin.
+      std::vector<std::int64_t> m0, n0;
+      for (const RowCol& o : origins) {
+        m0.push_back(o.row + 64 * am);
+        n0.push_back(o.col + n * an);
+      }
+      for (std::int64_t k0 = 0; k0 < K; k0 += 16) {
+        bool b_mn = false, a_mn = false;
+        llvm::Value* bd = Descriptor(*sb, true, n0, k0, b_mn);
+        llvm::Value* ad = nullptr;
+        std::vector<llvm::Value*> a_regs;
+        if (sa) {
+          ad = Descriptor(*sa, false, m0, k0, a_mn);
+        } else {
+          llvm::Value* a[8];
+          for (int i = 0; i < 8; ++i) {
+            int idx = UniformValue(
+                m.a,
+                [&, i](std::int64_t t) {
+                  RowCol e = fa.At(t % 128, i);
+                  return RowCol{origin(t).row + 64 * am + e.row, k0 + e.col};
+                },
+                what);
+            a[i] = (*ra)[static_cast<std::size_t>(idx)];
+          }
+          for (int i = 0; i < 8; i += 2) a_regs.push_back(pack(a[i], a[i + 1]));
+        }
+        c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn);
+      }
+      for (int i = 0; i < n / 2; ++i)
+        acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])] = c[static_cast<std::size_t>(i)];
+    }
+  hopper::WgmmaCommit(b_);
+  hopper::WgmmaWait(b_, 0);
   slots_[result.index].regs = std::move(acc);
 }
 
@@ -812,12 +1216,62 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
       p = combine(p, other);
     }
   }
-  // 3. A row held by several warps would need a trip through shared memory: not generated yet.
-  std::map<std::int64_t, std::set<std::int64_t>> warps_of_row;
+  // 3. Across warps: the first lane of each warp holding a row writes its partial to scratch shared
+  // memory at (row, warp); every thread then combines the partials of the warps holding its rows,
+  // in warp order.
+  std::map<std::int64_t, std::vector<std::int64_t>> warps_of_row;
   for (std::int64_t t = 0; t < fs.threads; ++t)
-    for (std::int64_t r : rows[static_cast<std::size_t>(t)]) warps_of_row[r].insert(t / 32);
-  for (const auto& [r, ws] : warps_of_row)
-    if (ws.size() > 1) Fail("`" + red.fn + "` of rows spread over several warps (through shared memory)");
+    for (std::int64_t r : rows[static_cast<std::size_t>(t)]) {
+      auto& ws = warps_of_row[r];
+      if (std::find(ws.begin(), ws.end(), t / 32) == ws.end()) ws.push_back(t / 32);
+    }
+  bool cross = false;
+  for (const auto& [r, ws] : warps_of_row) cross |= ws.size() > 1;
+  if (cross) {
+    std::int64_t warps = fs.threads / 32;
+    llvm::Value* scratch = Scratch(fs.rows * warps * 4);
+    llvm::Value* warp = b_.CreateUDiv(tid_, I32(32));
+    for (std::size_t k = 0; k < partial.size(); ++k) {
+      std::vector<std::int64_t> row(static_cast<std::size_t>(fs.threads)), first(row.size());
+      for (std::int64_t t = 0; t < fs.threads; ++t) {
+        std::int64_t r = rows[static_cast<std::size_t>(t)][k];
+        row[static_cast<std::size_t>(t)] = r;
+        bool is_first = true;
+        for (std::int64_t u = t & ~31; u < t; ++u) {
+          const auto& ru = rows[static_cast<std::size_t>(u)];
+          if (std::find(ru.begin(), ru.end(), r) != ru.end()) is_first = false;
+        }
+        first[static_cast<std::size_t>(t)] = is_first;
+      }
+      llvm::Value* r = ThreadTable(row);
+      llvm::Value* at = b_.CreateAdd(scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), warp), I32(4)));
+      StoreIf(b_.CreateICmpNE(ThreadTable(first), I32(0)), partial[k], at);
+    }
+    Barrier();
+    for (std::size_t k = 0; k < partial.size(); ++k) {
+      std::size_t count = warps_of_row[rows[0][k]].size();
+      std::vector<std::vector<std::int64_t>> warp_i(count,
+                                                    std::vector<std::int64_t>(static_cast<std::size_t>(fs.threads)));
+      std::vector<std::int64_t> row(static_cast<std::size_t>(fs.threads));
+      for (std::int64_t t = 0; t < fs.threads; ++t) {
+        std::int64_t rr = rows[static_cast<std::size_t>(t)][k];
+        row[static_cast<std::size_t>(t)] = rr;
+        const auto& ws = warps_of_row[rr];
+        if (ws.size() != count) Fail("`" + red.fn + "` of rows held by different numbers of warps");
+        for (std::size_t i = 0; i < count; ++i) warp_i[i][static_cast<std::size_t>(t)] = ws[i];
+      }
+      llvm::Value* r = ThreadTable(row);
+      llvm::Value* acc = nullptr;
+      for (std::size_t i = 0; i < count; ++i) {
+        llvm::Value* at = b_.CreateAdd(
+            scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), ThreadTable(warp_i[i])), I32(4)));
+        llvm::Value* x = b_.CreateAlignedLoad(b_.getFloatTy(), b_.CreateGEP(b_.getInt8Ty(), smem_, at), llvm::Align(4));
+        acc = acc ? combine(acc, x) : x;
+      }
+      partial[k] = acc;
+    }
+    Barrier();  // the scratch memory may be reused
+  }
   // 4. The result: each value is the slot of the row its layout gives the thread.
   std::vector<llvm::Value*> out;
   for (std::int64_t v = 0; v < fd.values; ++v) {
@@ -882,6 +1336,7 @@ std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
   for (OpId id : loop.body) in_body.insert(id.index);
   std::set<std::uint32_t> slice;
   stages = 0;
+  OpId out_first = loop.body.empty() ? OpId{} : loop.body[0];
   std::function<bool(ValueId)> need = [&](ValueId v) {
     for (ValueId c : loop.carried)
       if (c == v) return false;
@@ -902,7 +1357,11 @@ std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
     const auto* copy = std::get_if<tile::op::ToShared>(&op.node);
     if (!copy) continue;
     int s = plan_.values.at(op.results.at(0).index).stages;
-    if (s < 2 || (stages && s != stages) || !StartsWith(plan_.ops.at(id.index).instruction, "cp.async")) return {};
+    const std::string& instruction = plan_.ops.at(id.index).instruction;
+    bool tma = StartsWith(instruction, "tma");
+    if (s < 2 || (stages && s != stages) || (!tma && !StartsWith(instruction, "cp.async"))) return {};
+    if (stages && tma != StartsWith(plan_.ops.at(out_first.index).instruction, "tma")) return {};  // one kind
+    if (!stages) out_first = id;
     stages = s;
     slice.insert(id.index);
     if (!need(copy->src)) return {};
@@ -922,9 +1381,29 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   if (copies.empty()) stages = 0;
   std::set<std::uint32_t> copy_ops;
   for (OpId id : copies) copy_ops.insert(id.index);
+  // TMA copies complete on one mbarrier per slot (0 .. stages - 1), which thread 0 arms with the
+  // iteration's bytes; iteration `it` waits on slot it % stages for phase (it / stages) & 1.
+  bool tma = !copies.empty() && StartsWith(plan_.ops.at(copies[0].index).instruction, "tma");
+  std::int64_t tma_bytes = 0;
+  for (OpId id : copies)
+    if (tma && std::holds_alternative<tile::op::ToShared>(k_.Get(id).node))
+      tma_bytes += TmaBytes(id, k_.Get(id).results.at(0));
+  if (tma) {
+    Barrier();  // the mbarriers' memory is no longer in use
+    IfThread0(nullptr, [&] {
+      for (int s = 0; s < stages; ++s) Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(s)), I32(1)});
+      hopper::FenceMbarrierInit(b_);
+    });
+    Barrier();
+  }
   auto issue = [&](llvm::Value* iteration) {
     slots_[loop.counter.index].scalar = iteration;
-    Prefetch p{b_.CreateURem(iteration, I64(stages)), b_.CreateICmpSLT(iteration, bound)};
+    llvm::Value* slot = b_.CreateURem(iteration, I64(stages));
+    Prefetch p{slot, b_.CreateICmpSLT(iteration, bound)};
+    if (tma) {
+      p.bar = Mbarrier(b_.CreateTrunc(slot, b_.getInt32Ty()));
+      IfThread0(p.live, [&] { hopper::MbarrierArriveExpectTx(b_, SharedAddress(p.bar), I32(tma_bytes)); });
+    }
     for (OpId id : copies) {
       const tile::Op& c = k_.Get(id);
       span_ = c.span;
@@ -933,7 +1412,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       else
         EmitOp(id);
     }
-    Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+    if (!tma) Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
   };
   for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
   llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -975,8 +1454,14 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   if (stages) {
     Barrier();  // every thread is done with the slot the next copies overwrite
     issue(b_.CreateAdd(counter, I64(stages - 1)));
-    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
-    Barrier();  // this iteration's tiles have landed, from every thread's copies
+    if (tma) {
+      llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(counter, I64(stages)), b_.getInt32Ty());
+      llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
+      WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
+    } else {
+      Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
+      Barrier();  // this iteration's tiles have landed, from every thread's copies
+    }
     slots_[loop.counter.index].scalar = counter;
     for (OpId id : loop.body) {
       const tile::Op& body_op = k_.Get(id);
@@ -1006,7 +1491,13 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   counter->addIncoming(b_.CreateAdd(counter, I64(1)), latch);
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
-  if (stages) Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
+  if (stages && !tma) Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
+  if (tma) {
+    Barrier();  // every thread is past its last wait
+    IfThread0(nullptr, [&] {
+      for (int s = 0; s < stages; ++s) Intrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {Mbarrier(I32(s))});
+    });
+  }
   for (std::size_t i = 0; i < op.results.size(); ++i) {
     ValueId c = loop.carried.at(i), r = op.results[i];
     slots_[r.index].scalar = slots_[c.index].scalar;
@@ -1025,9 +1516,9 @@ DeviceKernel Emitter::Emit() {
   out.shared_bytes = plan_.shared_bytes;
   if (plan_.values.size() != k_.values.size() || plan_.ops.size() != k_.ops.size())
     throw Unsupported{k_.span, "the plan does not belong to kernel `" + k_.name + "`"};
-  if (plan_.target != synth::Target::Sm80) throw Unsupported{k_.span, "sm_90a kernels (wgmma and TMA come next)"};
   slots_.resize(k_.values.size());
   span_ = k_.span;
+  FindTensorMaps();
 
   // Parameters: tensors, sizes, scalars (device.h).
   std::vector<llvm::Type*> params;
@@ -1042,6 +1533,8 @@ DeviceKernel Emitter::Emit() {
       Dtype d = Val(p.value).dtype;
       params.push_back(d == Dtype::Bool ? b_.getInt32Ty() : ElemType(d));
     }
+  std::size_t first_map = params.size();
+  for (std::size_t i = 0; i < map_specs_.size(); ++i) params.push_back(llvm::PointerType::get(ctx_, 0));
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k_.name, m_);
   fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
@@ -1072,18 +1565,35 @@ DeviceKernel Emitter::Emit() {
       if (Val(p.value).dtype == Dtype::Bool) x = b_.CreateICmpNE(x, I32(0));
       slots_[p.value.index].scalar = x;
     }
+  // Tensor maps: 128-byte CUtensorMaps by value in the parameter space (`.param .align 64 .b8
+  // NAME[128]`), read in place through their generic address (grid_constant: not copied).
+  auto* map_type = llvm::ArrayType::get(b_.getInt8Ty(), 128);
+  for (std::size_t i = 0; i < map_specs_.size(); ++i) {
+    llvm::Argument* a = fn_->getArg(static_cast<unsigned>(first_map + i));
+    a->setName(k_.params.at(static_cast<std::size_t>(map_specs_[i].param)).name + "_map");
+    a->addAttr(llvm::Attribute::getWithByValType(ctx_, map_type));
+    a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+    a->addAttr(llvm::Attribute::NoAlias);
+    a->addAttr(llvm::Attribute::ReadOnly);
+    maps_.push_back(b_.CreatePtrToInt(a, b_.getInt64Ty()));
+  }
   std::size_t t = 0;
   for (const auto& p : k_.params) {
     const tile::Value& v = Val(p.value);
     if (v.space != tile::Space::Global) continue;
     GlobalSlot g;
     g.address = tensor_args[t++];
+    g.origin = g.address;
+    g.param = static_cast<int>(&p - k_.params.data());
     for (const auto& d : v.shape) g.extents.push_back(DimValue(d));
     g.strides.assign(g.extents.size(), I64(1));
     for (std::size_t i = g.extents.size(); i-- > 1;) g.strides[i - 1] = b_.CreateMul(g.strides[i], g.extents[i]);
     slots_[p.value.index].global = g;
   }
   EmitBlock(k_.body);
+  if (scratch_bytes_ || mbarriers_)
+    out.shared_bytes = MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16 + scratch_bytes_;
+  out.tensor_maps = map_specs_;
   b_.CreateRetVoid();
 
   llvm::NamedMDNode* annotations = m_.getOrInsertNamedMetadata("nvvm.annotations");
@@ -1094,6 +1604,15 @@ DeviceKernel Emitter::Emit() {
   };
   md("kernel", 1);
   md("maxntidx", plan_.threads);
+  if (!map_specs_.empty()) {
+    // The map parameters are grid constants (1-based argument indices): used where they are.
+    std::vector<llvm::Metadata*> indices;
+    for (std::size_t i = 0; i < map_specs_.size(); ++i)
+      indices.push_back(llvm::ValueAsMetadata::get(b_.getInt32(static_cast<std::uint32_t>(first_map + i + 1))));
+    annotations->addOperand(llvm::MDNode::get(ctx_, {llvm::ValueAsMetadata::get(fn_),
+                                                     llvm::MDString::get(ctx_, "grid_constant"),
+                                                     llvm::MDNode::get(ctx_, indices)}));
+  }
   return out;
 }
 

@@ -14,7 +14,10 @@ import numpy as np
 
 from gemm_cases import from_npy, rounded, to_npy
 
-KERNELS = [("tests/lit/sim/attention_d64.weft", "attention64", 64)]  # (file, kernel, head dim)
+KERNELS = [  # (file, kernel, head dim)
+    ("tests/lit/sim/attention_d64.weft", "attention64", 64),
+    ("tests/lit/sim/attention_d128.weft", "attention128w8", 128),
+]
 SHAPES = [(1, 128), (2, 256), (4, 1024)]  # (batch x heads, sequence)
 TARGETS = ["sm_80"]
 SCALE = 0.125
@@ -29,7 +32,9 @@ def prepare(out, weft):
             with open(os.path.join(out, ptx), "w") as f:
                 subprocess.run([weft, "build", file, "--kernel", kernel, "--target", target, "--emit=ptx"],
                                stdout=f, check=True)
-            shared = open(os.path.join(out, ptx)).readline().split(" threads, ")[1].split()[0]
+            header = open(os.path.join(out, ptx)).readline()  # `// weft: entry E, T threads, S bytes ...`
+            threads = header.split(" threads, ")[0].split()[-1]
+            shared = header.split(" threads, ")[1].split()[0]
             for bh, s in SHAPES:
                 for causal in (0, 1):
                     name = f"{kernel}_{target}_{bh}x{s}_causal{causal}"
@@ -38,7 +43,7 @@ def prepare(out, weft):
                     v = rounded(rng.standard_normal((bh, s, d)), "bf16")
                     for x, arr in (("q", q), ("kt", kt), ("v", v)):
                         to_npy(os.path.join(out, f"{name}_{x}.npy"), arr, "bf16")
-                    lines.append(f"{name} {ptx} {kernel} --grid {s // 64},{bh} --threads 128 --shared {shared} "
+                    lines.append(f"{name} {ptx} {kernel} --grid {s // 64},{bh} --threads {threads} --shared {shared} "
                                  f"in:{name}_q.npy in:{name}_kt.npy in:{name}_v.npy "
                                  f"out:{name}_o.npy:f32:{bh}x{s}x{d} i64:{bh} i64:{s} f32:{SCALE} i32:{causal}")
     with open(os.path.join(out, "cases.txt"), "a") as f:
