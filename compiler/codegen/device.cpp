@@ -12,6 +12,7 @@
 #include "codegen/device.h"
 
 #include <llvm/ADT/SmallString.h>
+#include <llvm/IR/DIBuilder.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -28,6 +29,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -170,7 +172,7 @@ class Emitter {
   // mbarrier i (8 bytes each, past the plan's tiles); `Mbarrier(slot)` for a runtime index.
   int mbarriers_ = 0;
   std::int64_t MbarrierOffset() const { return (plan_.shared_bytes + 15) / 16 * 16; }
-  llvm::Value* Mbarrier(llvm::Value* index);  // ptr addrspace(3)
+  llvm::Value* Mbarrier(llvm::Value* index);     // ptr addrspace(3)
   llvm::Value* SharedAddress(llvm::Value* ptr);  // i32 shared-window address
   void IfThread0(llvm::Value* also, const std::function<void()>& then);
   void WaitMbarrier(llvm::Value* bar, llvm::Value* parity);
@@ -203,7 +205,34 @@ class Emitter {
   std::unordered_map<const TvLayout*, FlatTv> flat_;
   std::vector<llvm::Value*> iterations_;  // enclosing loops' counters (i64), innermost last
   Span span_;
+
+  // Line information (Options::line_info): the entry's DISubprogram, each op's instructions at the
+  // line and column of its span (`.loc` directives that point at the .weft source).
+ public:
+  void EnableLineInfo(const SourceManager& sources) { sources_ = &sources; }
+
+ private:
+  void Locate(Span span);
+  llvm::DIFile* DiFile(FileId file);
+  const SourceManager* sources_ = nullptr;
+  std::unique_ptr<llvm::DIBuilder> di_;
+  llvm::DISubprogram* subprogram_ = nullptr;
+  std::map<std::uint32_t, llvm::DIScope*> scopes_;  // per file: the subprogram or a block in that file
 };
+
+llvm::DIFile* Emitter::DiFile(FileId file) {
+  std::filesystem::path path(std::string(sources_->Get(file).name()));
+  std::string dir = path.parent_path().string();
+  return di_->createFile(path.filename().string(), dir.empty() ? "." : dir);
+}
+
+void Emitter::Locate(Span span) {
+  if (!subprogram_ || !span.valid()) return;
+  llvm::DIScope*& scope = scopes_[span.file.index];
+  if (!scope) scope = di_->createLexicalBlockFile(subprogram_, DiFile(span.file));
+  LineCol at = sources_->Get(span.file).Locate(span.begin);
+  b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, at.line, at.column, scope));
+}
 
 llvm::Type* Emitter::ElemType(Dtype d) {
   switch (d) {
@@ -448,6 +477,7 @@ void Emitter::EmitBlock(const std::vector<OpId>& ops) {
 void Emitter::EmitOp(OpId id) {
   const tile::Op& op = k_.Get(id);
   span_ = op.span;
+  Locate(op.span);
   auto result = [&]() { return op.results.at(0); };
   std::visit(
       [&](const auto& node) {
@@ -820,7 +850,8 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
   TensorMapSpec spec{param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle};
   for (std::size_t i = 0; i < map_specs_.size(); ++i) {
     const TensorMapSpec& m = map_specs_[i];
-    if (m.param == spec.param && m.box_cols == spec.box_cols && m.box_rows == spec.box_rows && m.swizzle == spec.swizzle)
+    if (m.param == spec.param && m.box_cols == spec.box_cols && m.box_rows == spec.box_rows &&
+        m.swizzle == spec.swizzle)
       return static_cast<int>(i);
   }
   map_specs_.push_back(spec);
@@ -935,7 +966,8 @@ llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<st
       for (std::size_t g = mn0.size(); g-- > 0;) {
         RowCol at = is_b ? RowCol{k0, mn0[g]} : RowCol{mn0[g], k0};
         llvm::Value* here = I32(LinearOffset(shared, at) * 2);
-        offset = offset ? b_.CreateSelect(b_.CreateICmpEQ(group, I32(static_cast<std::int64_t>(g))), here, offset) : here;
+        offset =
+            offset ? b_.CreateSelect(b_.CreateICmpEQ(group, I32(static_cast<std::int64_t>(g))), here, offset) : here;
       }
       llvm::Value* start = b_.CreateAdd(SharedAddress(smem_), b_.CreateAdd(base, offset));
       llvm::Value* field = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(start, I32(4)), I32(0x3FFF)), b_.getInt64Ty());
@@ -1383,7 +1415,10 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   for (OpId id : copies) copy_ops.insert(id.index);
   // TMA copies complete on one mbarrier per slot (0 .. stages - 1), which thread 0 arms with the
   // iteration's bytes; iteration `it` waits on slot it % stages for phase (it / stages) & 1.
-  bool tma = !copies.empty() && StartsWith(plan_.ops.at(copies[0].index).instruction, "tma");
+  bool tma = false;
+  for (OpId id : copies)
+    tma |= std::holds_alternative<tile::op::ToShared>(k_.Get(id).node) &&
+           StartsWith(plan_.ops.at(id.index).instruction, "tma");
   std::int64_t tma_bytes = 0;
   for (OpId id : copies)
     if (tma && std::holds_alternative<tile::op::ToShared>(k_.Get(id).node))
@@ -1391,7 +1426,8 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   if (tma) {
     Barrier();  // the mbarriers' memory is no longer in use
     IfThread0(nullptr, [&] {
-      for (int s = 0; s < stages; ++s) Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(s)), I32(1)});
+      for (int s = 0; s < stages; ++s)
+        Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(s)), I32(1)});
       hopper::FenceMbarrierInit(b_);
     });
     Barrier();
@@ -1538,6 +1574,22 @@ DeviceKernel Emitter::Emit() {
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k_.name, m_);
   fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  if (sources_ && k_.span.valid()) {
+    // .file/.loc directives only (no DWARF sections), as `-gline-directives-only` makes them.
+    di_ = std::make_unique<llvm::DIBuilder>(m_);
+    llvm::DIFile* file = DiFile(k_.span.file);
+    di_->createCompileUnit(llvm::dwarf::DW_LANG_C, file, "weft", true, "", 0, "",
+                           llvm::DICompileUnit::DebugDirectivesOnly);
+    LineCol at = sources_->Get(k_.span.file).Locate(k_.span.begin);
+    subprogram_ = di_->createFunction(file, k_.name, k_.name, file, at.line,
+                                      di_->createSubroutineType(di_->getOrCreateTypeArray({})), at.line,
+                                      llvm::DINode::FlagZero, llvm::DISubprogram::SPFlagDefinition);
+    fn_->setSubprogram(subprogram_);
+    scopes_[k_.span.file.index] = subprogram_;
+    m_.addModuleFlag(llvm::Module::Warning, "Debug Info Version", llvm::DEBUG_METADATA_VERSION);
+    m_.addModuleFlag(llvm::Module::Warning, "Dwarf Version", 2);
+    Locate(k_.span);
+  }
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
   b_.SetInsertPoint(entry);
   auto* smem_array =
@@ -1595,6 +1647,7 @@ DeviceKernel Emitter::Emit() {
     out.shared_bytes = MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16 + scratch_bytes_;
   out.tensor_maps = map_specs_;
   b_.CreateRetVoid();
+  if (di_) di_->finalize();
 
   llvm::NamedMDNode* annotations = m_.getOrInsertNamedMetadata("nvvm.annotations");
   auto md = [&](const char* key, std::int64_t value) {
@@ -1609,9 +1662,9 @@ DeviceKernel Emitter::Emit() {
     std::vector<llvm::Metadata*> indices;
     for (std::size_t i = 0; i < map_specs_.size(); ++i)
       indices.push_back(llvm::ValueAsMetadata::get(b_.getInt32(static_cast<std::uint32_t>(first_map + i + 1))));
-    annotations->addOperand(llvm::MDNode::get(ctx_, {llvm::ValueAsMetadata::get(fn_),
-                                                     llvm::MDString::get(ctx_, "grid_constant"),
-                                                     llvm::MDNode::get(ctx_, indices)}));
+    annotations->addOperand(
+        llvm::MDNode::get(ctx_, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, "grid_constant"),
+                                 llvm::MDNode::get(ctx_, indices)}));
   }
   return out;
 }
@@ -1644,8 +1697,6 @@ llvm::TargetMachine* NvptxMachine(synth::Target target) {
 
 Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
                                                          const SourceManager& sources, const Options& options) {
-  (void)sources;
-  (void)options;
   llvm::TargetMachine* tm = NvptxMachine(plan.target);
   if (!tm)
     return std::vector<Diagnostic>{
@@ -1657,6 +1708,7 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
   DeviceKernel out;
   try {
     Emitter emitter(kernel, plan, ctx, *module);
+    if (options.line_info) emitter.EnableLineInfo(sources);
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

@@ -1,0 +1,105 @@
+// Inline PTX for the sm_90a instructions without NVVM intrinsics in LLVM 19; see hopper.h.
+#include "codegen/hopper.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+#include <string>
+
+namespace weft::codegen::hopper {
+
+namespace {
+
+// An asm statement with side effects that also orders memory (a compiler barrier).
+llvm::Value* Asm(llvm::IRBuilder<>& b, llvm::Type* result, const std::string& text, std::string constraints,
+                 llvm::ArrayRef<llvm::Value*> args) {
+  std::vector<llvm::Type*> types;
+  for (llvm::Value* a : args) types.push_back(a->getType());
+  auto* type = llvm::FunctionType::get(result, types, false);
+  constraints += constraints.empty() ? "~{memory}" : ",~{memory}";
+  return b.CreateCall(llvm::InlineAsm::get(type, text, constraints, true), args);
+}
+
+}  // namespace
+
+void MbarrierArriveExpectTx(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes) {
+  Asm(b, b.getVoidTy(), "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, bytes});
+}
+
+llvm::Value* MbarrierTryWait(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity) {
+  llvm::Value* done = Asm(b, b.getInt32Ty(),
+                          "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+                          "selp.u32 $0, 1, 0, p;\n\t}",
+                          "=r,r,r", {bar, parity});
+  return b.CreateICmpNE(done, b.getInt32(0));
+}
+
+void FenceMbarrierInit(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "fence.mbarrier_init.release.cluster;", "", {});
+}
+
+void FenceProxyAsync(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "fence.proxy.async.shared::cta;", "", {});
+}
+
+void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
+               llvm::Value* bar) {
+  Asm(b, b.getVoidTy(),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+      "r,l,r,r,r", {dst, map, col, row, bar});
+}
+
+void WgmmaFence(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "wgmma.fence.sync.aligned;", "", {});
+}
+
+void WgmmaCommit(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "", {});
+}
+
+void WgmmaWait(llvm::IRBuilder<>& b, int pending) {
+  Asm(b, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", {});
+}
+
+std::vector<llvm::Value*> Wgmma(llvm::IRBuilder<>& b, int n, bool bf16, const std::vector<llvm::Value*>& acc,
+                                llvm::Value* a_desc, const std::vector<llvm::Value*>& a_regs, llvm::Value* b_desc,
+                                bool trans_a, bool trans_b) {
+  std::size_t d = acc.size();  // n / 2
+  std::string outs, constraints;
+  for (std::size_t i = 0; i < d; ++i) {
+    outs += (i ? ", $" : "$") + std::to_string(i);
+    constraints += i ? ",=f" : "=f";
+  }
+  std::vector<llvm::Value*> args;
+  std::size_t next = d;
+  auto operand = [&](llvm::Value* v, const char* c) {
+    args.push_back(v);
+    constraints += std::string(",") + c;
+    return "$" + std::to_string(next++);
+  };
+  std::string a;
+  if (a_regs.empty()) {
+    a = operand(a_desc, "l");
+  } else {
+    a = "{";
+    for (std::size_t i = 0; i < a_regs.size(); ++i) a += (i ? ", " : "") + operand(a_regs[i], "r");
+    a += "}";
+  }
+  std::string bd = operand(b_desc, "l");
+  std::string scale_d = operand(b.getInt32(1), "r");  // 1: D = A * B + D
+  for (std::size_t i = 0; i < d; ++i) {
+    args.push_back(acc[i]);
+    constraints += "," + std::to_string(i);
+  }
+  std::string type = bf16 ? "bf16" : "f16";
+  std::string text = "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, " + scale_d + ", 0;\n\twgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32." + type + "." + type + " {" + outs + "}, " + a + ", " + bd +
+                     ", p, 1, 1, " + (a_regs.empty() ? std::string(trans_a ? "1, " : "0, ") : std::string()) +
+                     (trans_b ? "1" : "0") + ";\n\t}";
+  std::vector<llvm::Type*> fields(d, b.getFloatTy());
+  llvm::Value* r = Asm(b, llvm::StructType::get(b.getContext(), fields), text, constraints, args);
+  std::vector<llvm::Value*> out;
+  for (std::size_t i = 0; i < d; ++i) out.push_back(b.CreateExtractValue(r, {static_cast<unsigned>(i)}));
+  return out;
+}
+
+}  // namespace weft::codegen::hopper

@@ -1,0 +1,40 @@
+// The sm_90a instructions that LLVM 19 has no NVVM intrinsic for, as inline PTX (InlineAsm) with
+// register operands: mbarrier transactions (arrive.expect_tx, try_wait.parity), the async-proxy
+// fences, TMA loads (cp.async.bulk.tensor.2d) and wgmma with its fence, commit and wait. Each is one
+// instruction (the wait and the wgmma with a predicate set from an operand); loops stay in LLVM IR.
+// Addresses of shared memory are 32-bit shared-window addresses (i32).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <vector>
+
+namespace weft::codegen::hopper {
+
+// mbarrier.arrive.expect_tx.shared::cta.b64: this thread arrives and the phase expects `bytes` more.
+void MbarrierArriveExpectTx(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* bytes);
+// One mbarrier.try_wait.parity.shared::cta.b64: i1, true once the phase of `parity` (i32) is done.
+llvm::Value* MbarrierTryWait(llvm::IRBuilder<>& b, llvm::Value* bar, llvm::Value* parity);
+// fence.mbarrier_init.release.cluster: initialized mbarriers visible to the async proxy (TMA).
+void FenceMbarrierInit(llvm::IRBuilder<>& b);
+// fence.proxy.async.shared::cta: generic-proxy writes to shared memory visible to wgmma and TMA.
+void FenceProxyAsync(llvm::IRBuilder<>& b);
+// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes: the box of the
+// tensor map at generic address `map` (i64) whose first element is (col, row) (i32) into shared
+// memory at `dst`, completing its bytes on mbarrier `bar`.
+void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
+               llvm::Value* bar);
+
+void WgmmaFence(llvm::IRBuilder<>& b);
+void WgmmaCommit(llvm::IRBuilder<>& b);
+void WgmmaWait(llvm::IRBuilder<>& b, int pending);
+
+// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{bf16|f16}: acc (n / 2 f32 values of the thread, in
+// the atom's C order) += A * B. A is a descriptor (i64) when `a_regs` is empty, else the thread's
+// four packed registers (i32) of the atom's A fragment; B is a descriptor. `trans_a`/`trans_b`: the
+// operand is MN-major. Returns the new accumulator values, valid after WgmmaWait.
+std::vector<llvm::Value*> Wgmma(llvm::IRBuilder<>& b, int n, bool bf16, const std::vector<llvm::Value*>& acc,
+                                llvm::Value* a_desc, const std::vector<llvm::Value*>& a_regs, llvm::Value* b_desc,
+                                bool trans_a, bool trans_b);
+
+}  // namespace weft::codegen::hopper
