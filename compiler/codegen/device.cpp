@@ -160,6 +160,7 @@ class Emitter {
   // ahead (they read a carried value or another kind of op).
   std::vector<OpId> CopySlice(const tile::op::Loop& loop, int& stages);
   void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
+  void EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
 
   // --- sm_90a: TMA, mbarriers, wgmma ---
@@ -652,6 +653,7 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
+  if (StartsWith(choice.instruction, "ld.shared")) return EmitLdShared(id, op, r);
   if (!StartsWith(choice.instruction, "ldmatrix")) Fail("`" + choice.instruction + "` loads into registers");
   llvm::Value* base = slots_.at(r.src.index).shared;
   if (!base) Fail("`regs` of " + Name(r.src) + ", which is not in shared memory");
@@ -703,6 +705,57 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
               ftv.index[static_cast<std::size_t>(ftv.threads * value)])
             regs[static_cast<std::size_t>(i)] = x;
         regs[static_cast<std::size_t>(value)] = x;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < regs.size(); ++i)
+    if (!regs[i]) Fail(what + " never delivers value " + std::to_string(i) + " of " + Name(dst));
+  slots_[dst.index].regs = std::move(regs);
+}
+
+// `regs` by vector loads (`ld.shared.v4.b32` and narrower), as the simulator does them: each
+// thread reads the plan's copy vectors at the swizzled address of their first element and hands
+// each element to the value of the destination layout that holds it.
+void Emitter::EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
+  ValueId dst = op.results.at(0);
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  llvm::Value* base = slots_.at(r.src.index).shared;
+  if (!base) Fail("`regs` of " + Name(r.src) + ", which is not in shared memory");
+  ValueId smem = r.src;
+  bool swapped = false;
+  if (auto parent = slots_.at(r.src.index).shared_view_of) smem = *parent, swapped = true;
+  if (!choice.copy) Fail("a vector load without a copy layout");
+  Dtype d = Val(dst).dtype;
+  if (d == Dtype::Bool) Fail("vector loads of `bool` tiles");
+  int e = ElementBytes(d), vb = choice.vector_bytes;
+  if (vb <= 0 || vb % e) Fail("a vector load of " + std::to_string(vb) + " bytes");
+  const TvLayout& copy = *choice.copy;
+  const FlatTv& fc = Flat(copy);
+  const FlatTv& ftv = Flat(Tv(dst));
+  int rank = static_cast<int>(Val(smem).shape.size());
+  auto* vector = llvm::FixedVectorType::get(ElemType(d), static_cast<unsigned>(vb / e));
+  std::vector<llvm::Value*> regs(static_cast<std::size_t>(ftv.values), nullptr);
+  std::string what = "`" + choice.instruction + "`";
+  for (std::int64_t v = 0; v < fc.values; ++v) {
+    auto [row, col] = TvElement(copy, v);
+    llvm::Value* at = b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(e)));
+    llvm::Value* loaded = b_.CreateAlignedLoad(vector, b_.CreateGEP(b_.getInt8Ty(), smem_, at),
+                                               llvm::Align(static_cast<std::uint64_t>(vb)));
+    for (int i = 0; i < vb / e; ++i) {
+      int value = UniformValue(
+          dst,
+          [&](std::int64_t t) {
+            RowCol el = Advance(fc.At(t, v), i, rank);
+            return swapped ? RowCol{el.col, el.row} : el;
+          },
+          what);
+      llvm::Value* x = b_.CreateExtractElement(loaded, static_cast<std::uint64_t>(i));
+      for (std::int64_t j = 0; j < ftv.values; ++j) {  // a broadcast holds the element more than once
+        bool same = true;
+        for (std::int64_t t = 0; t < ftv.threads && same; ++t)
+          same = ftv.index[static_cast<std::size_t>(t + ftv.threads * j)] ==
+                 ftv.index[static_cast<std::size_t>(t + ftv.threads * value)];
+        if (same) regs[static_cast<std::size_t>(j)] = x;
       }
     }
   }
@@ -1198,15 +1251,44 @@ void Emitter::EmitMap(const tile::op::Map& m, ValueId result) {
 void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
   ValueId src = red.src;
   Dtype d = Val(src).dtype;
-  if (d != Dtype::F32) Fail("a reduction of `" + std::string(Spelling(d)) + "` (f32 comes first)");
+  bool f = IsFloat(d);
+  if ((f && d != Dtype::F32 && d != Dtype::F64) || d == Dtype::Bool || Bits(d) < 8)
+    Fail("a reduction of `" + std::string(Spelling(d)) + "`");
+  // Integers wrap as the interpreter's do; max and min compare signed or unsigned by the dtype.
+  int bytes = std::max(4, ElementBytes(d));  // a slot of the scratch memory
   if (Val(src).shape.size() != 2) Fail("a reduction of a tile of rank other than 2");
   const FlatTv& fs = Flat(Tv(src));
   const FlatTv& fd = Flat(Tv(result));
   auto combine = [&](llvm::Value* a, llvm::Value* b) -> llvm::Value* {
-    if (red.fn == "sum") return b_.CreateFAdd(a, b);
-    if (red.fn == "max") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b);
-    if (red.fn == "min") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b);
+    bool s = IsSigned(d);
+    if (red.fn == "sum") return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    if (red.fn == "max")
+      return b_.CreateBinaryIntrinsic(f   ? llvm::Intrinsic::maximum
+                                      : s ? llvm::Intrinsic::smax
+                                          : llvm::Intrinsic::umax,
+                                      a, b);
+    if (red.fn == "min")
+      return b_.CreateBinaryIntrinsic(f   ? llvm::Intrinsic::minimum
+                                      : s ? llvm::Intrinsic::smin
+                                          : llvm::Intrinsic::umin,
+                                      a, b);
     Fail("the reduction `" + red.fn + "`");
+  };
+  // shfl.sync.bfly moves 32 bits: wider values in 32-bit halves, narrower ones widened.
+  auto shuffle = [&](llvm::Value* x, int mask) -> llvm::Value* {
+    auto bfly = [&](llvm::Value* w) {
+      return Intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {I32(-1), w, I32(mask), I32(31)});
+    };
+    if (d == Dtype::F32) return Intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {I32(-1), x, I32(mask), I32(31)});
+    if (Bits(d) == 64) {
+      auto* halves = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
+      llvm::Value* v = b_.CreateBitCast(x, halves);
+      v = b_.CreateInsertElement(v, bfly(b_.CreateExtractElement(v, std::uint64_t{0})), std::uint64_t{0});
+      v = b_.CreateInsertElement(v, bfly(b_.CreateExtractElement(v, std::uint64_t{1})), std::uint64_t{1});
+      return b_.CreateBitCast(v, x->getType());
+    }
+    if (Bits(d) == 32) return bfly(x);
+    return b_.CreateTrunc(bfly(b_.CreateZExt(x, b_.getInt32Ty())), x->getType());
   };
   // 1. Each thread combines its values row by row: slot k is the k-th row it meets. Which value
   // indices form each slot must be the same in every thread (the rows may differ).
@@ -1244,8 +1326,7 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
       partner = rows[static_cast<std::size_t>(t)] == rows[static_cast<std::size_t>((t & ~31) | ((t & 31) ^ mask))];
     if (!partner) continue;
     for (auto& p : partial) {
-      llvm::Value* other = Intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {I32(-1), p, I32(mask), I32(31)});
-      p = combine(p, other);
+      p = combine(p, shuffle(p, mask));
     }
   }
   // 3. Across warps: the first lane of each warp holding a row writes its partial to scratch shared
@@ -1261,7 +1342,7 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
   for (const auto& [r, ws] : warps_of_row) cross |= ws.size() > 1;
   if (cross) {
     std::int64_t warps = fs.threads / 32;
-    llvm::Value* scratch = Scratch(fs.rows * warps * 4);
+    llvm::Value* scratch = Scratch(fs.rows * warps * bytes);
     llvm::Value* warp = b_.CreateUDiv(tid_, I32(32));
     for (std::size_t k = 0; k < partial.size(); ++k) {
       std::vector<std::int64_t> row(static_cast<std::size_t>(fs.threads)), first(row.size());
@@ -1276,7 +1357,8 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
         first[static_cast<std::size_t>(t)] = is_first;
       }
       llvm::Value* r = ThreadTable(row);
-      llvm::Value* at = b_.CreateAdd(scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), warp), I32(4)));
+      llvm::Value* at =
+          b_.CreateAdd(scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), warp), I32(bytes)));
       StoreIf(b_.CreateICmpNE(ThreadTable(first), I32(0)), partial[k], at);
     }
     Barrier();
@@ -1296,8 +1378,9 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
       llvm::Value* acc = nullptr;
       for (std::size_t i = 0; i < count; ++i) {
         llvm::Value* at = b_.CreateAdd(
-            scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), ThreadTable(warp_i[i])), I32(4)));
-        llvm::Value* x = b_.CreateAlignedLoad(b_.getFloatTy(), b_.CreateGEP(b_.getInt8Ty(), smem_, at), llvm::Align(4));
+            scratch, b_.CreateMul(b_.CreateAdd(b_.CreateMul(r, I32(warps)), ThreadTable(warp_i[i])), I32(bytes)));
+        llvm::Value* x = b_.CreateAlignedLoad(ElemType(d), b_.CreateGEP(b_.getInt8Ty(), smem_, at),
+                                              llvm::Align(static_cast<std::uint64_t>(ElementBytes(d))));
         acc = acc ? combine(acc, x) : x;
       }
       partial[k] = acc;
