@@ -20,7 +20,7 @@ KERNELS = [  # (file, kernel, a dtype, b stored transposed, out dtype)
     ("examples/gemm_kernel.weft", "gemm", "bf16", False, "bf16"),
 ]
 SIZES = [(256, 256, 256), (512, 384, 1024), (2048, 2048, 1024)]  # (m, n, k); the last is timed
-TARGETS = ["sm_80"]
+TARGETS = ["sm_80", "sm_90a"]
 
 
 def to_npy(path, x, dtype):
@@ -56,17 +56,28 @@ def prepare(out, weft):
             with open(os.path.join(out, ptx), "w") as f:
                 subprocess.run([weft, "build", file, "--kernel", kernel, "--target", target, "--emit=ptx"],
                                stdout=f, check=True)
-            shared = open(os.path.join(out, ptx)).readline().split(" threads, ")[1].split()[0]
-            for m, n, k in SIZES:
+            header = [l for l in open(os.path.join(out, ptx)) if l.startswith("// weft:")]
+            shared = header[0].split(" threads, ")[1].split()[0]
+            # TMA maps (sm_90a): `// weft: tensor map of parameter P (x): box C x R (columns x rows), swizzle S`
+            maps = []
+            for l in header[1:]:
+                words = l.split()
+                maps.append((int(words[6]), int(words[9]), int(words[11]), words[-1]))
+            # The largest size only for gemm_bf16 on sm_80: the carry to the GPU machine is limited.
+            for m, n, k in SIZES if (target, kernel) == ("sm_80", "gemm_bf16") else SIZES[:2]:
                 name = f"{kernel}_{target}_{m}x{n}x{k}"
                 a = rounded(rng.standard_normal((m, k)), dtype)
                 b = rounded(rng.standard_normal((n, k) if nt else (k, n)), dtype)
                 to_npy(os.path.join(out, name + "_a.npy"), a, dtype)
                 to_npy(os.path.join(out, name + "_b.npy"), b, dtype)
                 grid = f"{m // 128},{n // 128}"
+                shapes = [(m, k), (n, k) if nt else (k, n), (m, n)]
+                dtypes = [dtype, dtype, odtype]
+                tmaps = "".join(f" tmap:{p}:{dtypes[p]}:{shapes[p][0]}:{shapes[p][1]}:{r}:{c}:{swz}"
+                                for p, c, r, swz in maps)
                 lines.append(f"{name} {ptx} {kernel} --grid {grid} --threads 128 --shared {shared} "
                              f"in:{name}_a.npy in:{name}_b.npy out:{name}_c.npy:{odtype}:{m}x{n} "
-                             f"i64:{m} i64:{k} i64:{n}")
+                             f"i64:{m} i64:{k} i64:{n}{tmaps}")
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

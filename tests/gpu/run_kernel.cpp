@@ -9,6 +9,9 @@
 //                             here: for timing at sizes whose inputs are too large to carry
 //        out:FILE.npy:DTYPE:D0xD1...  an `out` tensor, zero-filled, written to FILE after the run
 //        i64:V | i32:V | f32:V  a size or scalar parameter
+//        tmap:I:DTYPE:ROWS:COLS:BOXROWS:BOXCOLS:SWIZZLE  a TMA tensor map (sm_90a) of the tensor
+//                             given as argument I (from 0), viewed as ROWS x COLS (leading axes
+//                             flattened into rows), with that box and swizzle (none|32B|64B|128B)
 // Arguments are passed in the order given: the launch contract of compiler/codegen/device.h.
 // --time N: after one launch, N timed launches (events); prints the median... of one batch, in ms.
 //
@@ -64,6 +67,7 @@ struct Arg {
   std::int64_t i64 = 0;
   std::int32_t i32 = 0;
   float f32 = 0;
+  weft_tensor_map map{};
   void* value = nullptr;
 };
 
@@ -128,6 +132,26 @@ int main(int argc, char** argv) {
       for (const auto& d : Split(parts[3], 'x')) shape.push_back(std::stoll(d));
       Must(weft_host_tensor_create(&arg->host, ParseDtype(parts[2]), static_cast<int>(shape.size()), shape.data()));
       arg->save_to = parts[1];
+    } else if (parts[0] == "tmap" && parts.size() == 8) {
+      std::size_t of = std::stoul(parts[1]);
+      if (of >= args.size() || !args[of]->host) Usage("`" + spec + "` names no earlier tensor argument");
+      weft_dtype d = ParseDtype(parts[2]);
+      weft_tma_dtype t = d == WEFT_DTYPE_BF16  ? WEFT_TMA_BF16
+                         : d == WEFT_DTYPE_F16 ? WEFT_TMA_F16
+                         : d == WEFT_DTYPE_F32 ? WEFT_TMA_F32
+                                               : WEFT_TMA_I32;
+      std::uint64_t element = d == WEFT_DTYPE_BF16 || d == WEFT_DTYPE_F16 ? 2 : 4;
+      std::uint64_t rows = std::stoull(parts[3]), cols = std::stoull(parts[4]);
+      std::uint64_t dims[2] = {cols, rows}, strides[1] = {cols * element};
+      std::uint32_t box[2] = {static_cast<std::uint32_t>(std::stoul(parts[6])),
+                              static_cast<std::uint32_t>(std::stoul(parts[5]))};
+      weft_tma_swizzle swizzle = parts[7] == "128B"  ? WEFT_TMA_SWIZZLE_128B
+                                 : parts[7] == "64B" ? WEFT_TMA_SWIZZLE_64B
+                                 : parts[7] == "32B" ? WEFT_TMA_SWIZZLE_32B
+                                                     : WEFT_TMA_SWIZZLE_NONE;
+      Must(weft_tensor_map_encode_tiled(&arg->map, t, 2, args[of]->device, dims, strides, box, nullptr,
+                                        WEFT_TMA_INTERLEAVE_NONE, swizzle, WEFT_TMA_L2_256B, WEFT_TMA_OOB_ZERO));
+      arg->value = &arg->map;
     } else if (parts[0] == "i64" && parts.size() == 2) {
       arg->i64 = std::stoll(parts[1]);
       arg->value = &arg->i64;
