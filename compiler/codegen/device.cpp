@@ -1145,7 +1145,7 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     }
   hopper::WgmmaCommit(b_);
   hopper::WgmmaWait(b_, 0);
-  slots_[result.index].regs = std::move(acc);
+  slots_[result.index].regs = hopper::FenceOperands(b_, acc);
 }
 
 std::vector<llvm::Value*> Emitter::SameLayoutRegs(ValueId src, ValueId dst, std::string_view what) {

@@ -52,6 +52,21 @@ void WgmmaFence(llvm::IRBuilder<>& b) {
   Asm(b, b.getVoidTy(), "wgmma.fence.sync.aligned;", "", {});
 }
 
+std::vector<llvm::Value*> FenceOperands(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& values) {
+  if (values.empty()) return values;
+  std::string constraints;
+  std::vector<llvm::Type*> fields;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    constraints += i ? ",=f" : "=f";
+    fields.push_back(values[i]->getType());
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) constraints += "," + std::to_string(i);
+  llvm::Value* r = Asm(b, llvm::StructType::get(b.getContext(), fields), "", constraints, values);
+  std::vector<llvm::Value*> out;
+  for (std::size_t i = 0; i < values.size(); ++i) out.push_back(b.CreateExtractValue(r, {static_cast<unsigned>(i)}));
+  return out;
+}
+
 void WgmmaCommit(llvm::IRBuilder<>& b) {
   Asm(b, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "", {});
 }

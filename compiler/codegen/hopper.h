@@ -26,6 +26,9 @@ void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::V
                llvm::Value* bar);
 
 void WgmmaFence(llvm::IRBuilder<>& b);
+// An empty asm statement that takes and returns `values` (CUTLASS's warpgroup_fence_operand): uses
+// of the results stay after the statements before it (a wgmma wait), in LLVM's scheduling too.
+std::vector<llvm::Value*> FenceOperands(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& values);
 void WgmmaCommit(llvm::IRBuilder<>& b);
 void WgmmaWait(llvm::IRBuilder<>& b, int pending);
 
