@@ -35,7 +35,11 @@
 namespace weft::codegen {
 
 // A TMA tensor map the entry takes (sm_90a): the 2-D view of a tensor parameter with its leading
-// axes flattened into rows (plan.h's `tma_boxes` convention), one box shape and swizzle.
+// axes flattened into rows (plan.h's `tma_boxes` convention), one box shape and swizzle. The host
+// encodes it as weft_tensor_map_encode_tiled(map, <the tensor's dtype>, 2, <its device address>,
+// dims {last extent, product of the other extents}, strides_bytes {last extent * element bytes},
+// box {box_cols, box_rows}, element strides null, no interleave, `swizzle`, any L2 promotion,
+// out-of-bounds zero) and passes it by value (docs/codegen.md, the launch contract).
 struct TensorMapSpec {
   int param = 0;              // index into Kernel::params
   std::int64_t box_cols = 0;  // the box's extent along the tensor's last axis (elements)
