@@ -222,7 +222,10 @@ class Emitter {
 };
 
 llvm::DIFile* Emitter::DiFile(FileId file) {
+  // An absolute directory where the file exists, so tools find it from wherever the kernel runs.
   std::filesystem::path path(std::string(sources_->Get(file).name()));
+  std::error_code error;
+  if (std::filesystem::exists(path, error)) path = std::filesystem::absolute(path, error);
   std::string dir = path.parent_path().string();
   return di_->createFile(path.filename().string(), dir.empty() ? "." : dir);
 }
