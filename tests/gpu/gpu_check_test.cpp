@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -141,7 +142,7 @@ TEST_CASE("malformed manifests are refused with the reason", "[gpu_check]") {
   CHECK_FALSE(weft::gpu::ParseDtype("half"));
 }
 
-TEST_CASE("outputs are judged by relative error, NaN and unwritten elements", "[gpu_check]") {
+TEST_CASE("outputs are judged by relative error and NaN and unwritten elements", "[gpu_check]") {
   HostTensor ref = F32({1, 2, 3, 4});
   auto close = weft::gpu::Compare(F32({1.001, 2, 3, 4}), ref, 1e-2);
   CHECK(close.pass);
@@ -236,7 +237,7 @@ TEST_CASE("gpu_check fails a case whose kernel did not write its output", "[gpu_
   CHECK(r.output.find("0 passed, 1 failed") != std::string::npos);
 }
 
-TEST_CASE("gpu_check fails a case that was not generated, and one whose entry is missing", "[gpu_check]") {
+TEST_CASE("gpu_check fails a case that was not generated and one whose entry is missing", "[gpu_check]") {
   Folder f("refused");
   Case c;
   c.name = "attention_d64-sm_90a-1x128x128";
@@ -290,7 +291,7 @@ TEST_CASE("gpu_check encodes the tensor maps of an sm_90a case on an sm_90 GPU",
   CHECK(r.output.find("FAIL add-sm_80-4: tensor map `a map`: ") != std::string::npos);
 }
 
-TEST_CASE("gpu_check without a GPU exits 77, which ctest reports as skipped", "[gpu_check]") {
+TEST_CASE("gpu_check without a GPU exits 77 which ctest reports as skipped", "[gpu_check]") {
   Folder f("nogpu");
   f.Write(FakeCase(), F32({0, 0, 0, 0}));
   Ran r = RunGpuCheck("WEFT_FAKE_CUDA_INIT=100", (f.root / "case").string());
@@ -308,3 +309,152 @@ TEST_CASE("gpu_check's usage errors exit 2", "[gpu_check]") {
 }
 
 }  // namespace
+
+// ---- gpu_cases, the half here ----------------------------------------------------------------------
+
+namespace {
+
+struct Generated {
+  fs::path out;
+  Ran ran;
+};
+
+// gpu_cases on a case file of `lines` (files relative to tests/gpu/testdata), into a fresh folder.
+Generated RunGpuCases(const std::string& name, const std::string& lines, const std::string& options = "") {
+  Generated g;
+  g.out = fs::temp_directory_path() / ("weft_gpu_cases_test_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(g.out);
+  fs::create_directories(g.out);
+  std::ofstream(g.out / "cases.txt") << lines;
+  std::string command = std::string("'" WEFT_GPU_CASES "' --root '" WEFT_TESTDATA "' --out '") +
+                        (g.out / "cases").string() + "' " + options + " '" + (g.out / "cases.txt").string() + "' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) g.ran.output.append(buffer, n);
+  int status = pclose(pipe);
+  g.ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return g;
+}
+
+HostTensor Load(const fs::path& path) {
+  auto t = weft::runtime::ReadNpy(path.string());
+  REQUIRE(t);
+  return std::move(*t);
+}
+
+}  // namespace
+
+TEST_CASE("gpu_cases writes a case folder gpu_check can run and marks a refused kernel", "[gpu_cases]") {
+  std::string ptxas = WEFT_PTXAS;
+  Generated g = RunGpuCases("ok",
+                            "# a comment\n"
+                            "gen.weft copy sm_80 m=128 twice=true --flops=2*m*64   # trailing comment\n"
+                            "gen.weft huge sm_80 m=256\n",
+                            "--seed 5" + (ptxas.empty() ? std::string() : " --ptxas '" + ptxas + "'"));
+  INFO(g.ran.output);
+  CHECK(g.ran.status == 0);
+  CHECK(g.ran.output.find("seed 5") != std::string::npos);
+  CHECK(g.ran.output.find("GENERATED copy-sm_80-128-twice_true: grid 2,1,1, 128 threads") != std::string::npos);
+  CHECK(g.ran.output.find("NOT GENERATED huge-sm_80-256: ") != std::string::npos);
+  CHECK(g.ran.output.find("error[E0603]") != std::string::npos);
+  CHECK(g.ran.output.find("1 generated, 1 not generated") != std::string::npos);
+
+  fs::path copy = g.out / "cases" / "copy-sm_80-128-twice_true";
+  std::string error;
+  auto c = weft::gpu::ReadCase(copy.string(), error);
+  REQUIRE(c);
+  CHECK(c->generated);
+  CHECK(c->entry == "copy");
+  CHECK(c->threads == 128);
+  CHECK(c->tolerance == 1e-5);  // f32 only
+  CHECK(c->flops == 2 * 128 * 64);
+  CHECK(c->seed == 5);
+  CHECK(fs::exists(copy / c->ptx));
+  CHECK(c->cubin.empty() == ptxas.empty());
+  // The launch contract's order: tensors (the `out` one too), sizes, scalars (bool as i32).
+  REQUIRE(c->args.size() == 4);
+  CHECK((c->args[0].name == "x" && c->args[0].input == "x.npy" && !c->args[0].out));
+  CHECK((c->args[1].name == "y" && c->args[1].out && c->args[1].reference == "y.ref.npy"));
+  CHECK((c->args[2].kind == Arg::Kind::Size && c->args[2].name == "m" && c->args[2].abi == "i64" &&
+         c->args[2].int_value == 128));
+  CHECK((c->args[3].kind == Arg::Kind::Scalar && c->args[3].abi == "i32" && c->args[3].int_value == 1));
+  // The inputs are centred (`random`'s [0, 1) mapped to [-1, 1)) and the reference is the
+  // interpreter's: twice the input.
+  HostTensor x = Load(copy / "x.npy"), y = Load(copy / "y.ref.npy");
+  REQUIRE(x.shape == std::vector<std::int64_t>{128, 64});
+  REQUIRE(y.shape == x.shape);
+  double lowest = 0;
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < x.Count(); ++i) {
+    lowest = std::min(lowest, weft::runtime::LoadDouble(x, i));
+    wrong += weft::runtime::LoadDouble(y, i) != 2 * weft::runtime::LoadDouble(x, i);
+  }
+  CHECK(lowest < -0.9);
+  CHECK(wrong == 0);
+
+  // The refused kernel's folder makes gpu_check fail, with the compiler's reason.
+  auto huge = weft::gpu::ReadCase((g.out / "cases" / "huge-sm_80-256").string(), error);
+  REQUIRE(huge);
+  CHECK_FALSE(huge->generated);
+  CHECK(huge->reason.find("error[E0603]") != std::string::npos);
+  Ran r = RunGpuCheck("", (g.out / "cases" / "huge-sm_80-256").string());
+  CHECK(r.status == 1);
+  CHECK(r.output.find("FAIL huge-sm_80-256: not generated: ") != std::string::npos);
+
+  // The same seed gives the same inputs; another gives others.
+  Generated again = RunGpuCases("again", "gen.weft copy sm_80 m=128 twice=true\n", "--seed 5");
+  Generated other = RunGpuCases("other", "gen.weft copy sm_80 m=128 twice=true\n", "--seed 6");
+  CHECK(Load(again.out / "cases" / "copy-sm_80-128-twice_true" / "x.npy").bytes == x.bytes);
+  CHECK(Load(other.out / "cases" / "copy-sm_80-128-twice_true" / "x.npy").bytes != x.bytes);
+  for (const fs::path& p : {g.out, again.out, other.out}) fs::remove_all(p);
+}
+
+TEST_CASE("gpu_cases writes a timing case without inputs or reference but with seeds for the GPU's random",
+          "[gpu_cases]") {
+  Generated g = RunGpuCases("bench", "gen.weft copy sm_90a m=128 twice=false --no-reference\n", "--seed 9");
+  INFO(g.ran.output);
+  CHECK(g.ran.status == 0);
+  CHECK(g.ran.output.find("inputs made on the GPU, no reference") != std::string::npos);
+  fs::path dir = g.out / "cases" / "copy-sm_90a-128-twice_false";
+  std::string error;
+  auto c = weft::gpu::ReadCase(dir.string(), error);
+  REQUIRE(c);
+  CHECK(c->args[0].random_seed == std::optional<std::uint64_t>(9));  // seed + the parameter's index
+  CHECK(c->args[1].reference.empty());
+  CHECK(c->args[3].int_value == 0);
+  CHECK_FALSE(fs::exists(dir / "x.npy"));
+  CHECK_FALSE(fs::exists(dir / "y.ref.npy"));
+  fs::remove_all(g.out);
+}
+
+TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line is a usage error", "[gpu_cases]") {
+  Generated g = RunGpuCases("errors",
+                            "gen.weft copy sm_80 m=96 twice=true\n"
+                            "gen.weft nope sm_80 m=64\n"
+                            "gen.weft copy sm_70 m=64\n"
+                            "gen.weft copy sm_80 m=64 twice=true --flops=2*q\n"
+                            "missing.weft copy sm_80 m=64\n");
+  INFO(g.ran.output);
+  CHECK(g.ran.status == 1);
+  CHECK(g.ran.output.find("ERROR copy-sm_80-96-twice_true: ") != std::string::npos);
+  CHECK(g.ran.output.find("`m % 64 == 0` is false with m = 96") != std::string::npos);
+  CHECK(g.ran.output.find("gen.weft has no kernel `nope`") != std::string::npos);
+  CHECK(g.ran.output.find("unknown target `sm_70`") != std::string::npos);
+  CHECK(g.ran.output.find("`q` is neither a number nor a size or scalar of the kernel") != std::string::npos);
+  CHECK(g.ran.output.find("missing.weft") != std::string::npos);
+  CHECK(g.ran.output.find("0 generated, 0 not generated") != std::string::npos);
+  CHECK(g.ran.output.find("5 errors") != std::string::npos);
+  fs::remove_all(g.out);
+
+  Generated bad = RunGpuCases("usage", "gen.weft copy\n");
+  CHECK(bad.ran.status == 2);
+  CHECK(bad.ran.output.find("cases.txt:1: expected FILE KERNEL TARGETS NAME=VALUE...") != std::string::npos);
+  fs::remove_all(bad.out);
+  Generated option = RunGpuCases("option", "gen.weft copy sm_80 m=64 --fast\n");
+  CHECK(option.ran.status == 2);
+  CHECK(option.ran.output.find("`--fast` is neither NAME=VALUE nor --flops=EXPR nor --no-reference") !=
+        std::string::npos);
+  fs::remove_all(option.out);
+}
