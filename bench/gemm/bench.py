@@ -5,8 +5,8 @@
   bench.py DIR [--time N]
 
 DIR holds gpu_check and bench-cases/ (tests/gpu/prepare-carry --bench). gpu_check --time N times
-every case (events, median, the L2 flushed before each launch as do_bench does; inputs made with
-`random` on this machine); then each case's anchor is measured as anchors.py measures it
+every case, one process each (events, median, the L2 flushed before each launch as do_bench does;
+inputs made with `random` on this machine); then each case's anchor is measured as anchors.py measures it
 (triton.testing.do_bench, median): cuBLAS (torch.matmul) for gemm, PyTorch SDPA's flash and cuDNN
 backends for attention, at the same shape and dtype. Prints one table (TFLOP/s and the ratio to the
 anchor) and writes it to $OUT/bench.md when OUT is set.
@@ -91,14 +91,21 @@ def main():
     root = args[0]
     cases = os.path.join(root, "bench-cases")
     print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
-    run = subprocess.run([os.path.join(root, "gpu_check"), "--time", str(count), cases], capture_output=True, text=True)
-    print(run.stdout, run.stderr, sep="", flush=True)
-    timed = {}
-    for line in run.stdout.splitlines():
-        hit = re.match(r"TIME (\S+): median ([0-9.]+) ms", line)
-        if hit:
-            timed[hit.group(1)] = float(hit.group(2))
-    failed = [line for line in run.stdout.splitlines() if line.startswith("FAIL ")]
+    # One gpu_check process a case: a kernel that faults cannot spoil the timings after it.
+    timed, failed = {}, []
+    for name in sorted(os.listdir(cases)):
+        if not os.path.isfile(os.path.join(cases, name, "manifest.json")):
+            continue
+        run = subprocess.run([os.path.join(root, "gpu_check"), "--time", str(count), os.path.join(cases, name)],
+                             capture_output=True, text=True)
+        lines = [line for line in (run.stdout + run.stderr).splitlines() if not line.startswith("gpu_check: ")]
+        print(*lines, sep="\n", flush=True)
+        for line in lines:
+            hit = re.match(r"TIME (\S+): median ([0-9.]+) ms", line)
+            if hit:
+                timed[hit.group(1)] = float(hit.group(2))
+        if run.returncode != 0:
+            failed.append(name)
 
     rows = []
     cache = {}
@@ -127,8 +134,8 @@ def main():
         with open(os.path.join(os.environ["OUT"], "bench.md"), "w") as f:
             f.write(text)
     if failed:
-        print("failed:", *failed, sep="\n")
-    return 1 if failed or run.returncode != 0 else 0
+        print("failed (not generated, a NaN, or a launch error):", *failed)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
