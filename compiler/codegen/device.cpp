@@ -186,6 +186,11 @@ class Emitter {
   llvm::Value* Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
                           bool& mn_major);
   void EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m);
+  // The wgmma ops of a loop whose accumulator only goes around the loop (`acc = mma a b acc`,
+  // yielded and read by nothing else), with the carried values' indices: they wait for the
+  // previous iteration's products only (wait_group 1), and the loop waits for all after it.
+  std::set<std::uint32_t> DeferrableWgmma(const tile::op::Loop& loop, std::vector<std::size_t>& carried);
+  std::set<std::uint32_t> deferred_wgmma_;
   void EmitStore(OpId id, const tile::op::Store& s);
   void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
   void EmitMap(const tile::op::Map& m, ValueId result);
@@ -1147,8 +1152,31 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
         acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])] = c[static_cast<std::size_t>(i)];
     }
   hopper::WgmmaCommit(b_);
+  if (deferred_wgmma_.count(id.index)) {
+    hopper::WgmmaWait(b_, 1);  // the previous iteration's products are done, these may run on
+    slots_[result.index].regs = std::move(acc);
+    return;
+  }
   hopper::WgmmaWait(b_, 0);
   slots_[result.index].regs = hopper::FenceOperands(b_, acc);
+}
+
+std::set<std::uint32_t> Emitter::DeferrableWgmma(const tile::op::Loop& loop, std::vector<std::size_t>& carried) {
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : k_.ops)
+    for (ValueId v : tile::Operands(op)) ++uses[v.index];
+  std::set<std::uint32_t> out;
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = Val(y);
+    if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
+    const auto* m = std::get_if<tile::op::Mma>(&k_.Get(yv.def).node);
+    if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
+    if (!StartsWith(plan_.ops.at(yv.def.index).instruction, "wgmma")) continue;
+    out.insert(yv.def.index);
+    carried.push_back(i);
+  }
+  return out;
 }
 
 std::vector<llvm::Value*> Emitter::SameLayoutRegs(ValueId src, ValueId dst, std::string_view what) {
@@ -1573,17 +1601,35 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   b_.CreateCondBr(b_.CreateICmpSLT(counter, bound), body, exit);
   b_.SetInsertPoint(body);
   iterations_.push_back(counter);
-  if (stages) {
+  // TMA rings: wait for this iteration's slot, run the body, then (every thread done with the slot
+  // of iteration it - 1, whose wgmma a deferred wait has completed) refill that slot with
+  // iteration it + stages - 1.
+  std::vector<std::size_t> deferred_carried;
+  if (tma)
+    for (std::uint32_t id : DeferrableWgmma(loop, deferred_carried)) deferred_wgmma_.insert(id);
+  if (stages && tma) {
+    llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(counter, I64(stages)), b_.getInt32Ty());
+    llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
+    WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
+    slots_[loop.counter.index].scalar = counter;
+    for (OpId id : loop.body) {
+      const tile::Op& body_op = k_.Get(id);
+      if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
+        ValueId dst = body_op.results.at(0);
+        slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
+      } else {
+        EmitOp(id);
+      }
+    }
+    span_ = op.span;
+    Barrier();
+    issue(b_.CreateAdd(counter, I64(stages - 1)));
+    slots_[loop.counter.index].scalar = counter;
+  } else if (stages) {
     Barrier();  // every thread is done with the slot the next copies overwrite
     issue(b_.CreateAdd(counter, I64(stages - 1)));
-    if (tma) {
-      llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(counter, I64(stages)), b_.getInt32Ty());
-      llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
-      WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
-    } else {
-      Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
-      Barrier();  // this iteration's tiles have landed, from every thread's copies
-    }
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
+    Barrier();  // this iteration's tiles have landed, from every thread's copies
     slots_[loop.counter.index].scalar = counter;
     for (OpId id : loop.body) {
       const tile::Op& body_op = k_.Get(id);
@@ -1614,6 +1660,13 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
   if (stages && !tma) Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
+  if (!deferred_carried.empty()) {  // the last iteration's products
+    hopper::WgmmaWait(b_, 0);
+    for (std::size_t i : deferred_carried) {
+      ValueId c = loop.carried[i];
+      slots_[c.index].regs = hopper::FenceOperands(b_, slots_[c.index].regs);
+    }
+  }
   if (tma) {
     Barrier();  // every thread is past its last wait
     IfThread0(nullptr, [&] {
