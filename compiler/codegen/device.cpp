@@ -86,7 +86,7 @@ struct GlobalSlot {
   std::vector<llvm::Value*> strides;  // row-major strides of the parameter (i64 elements)
   int view_rank = 0;                  // 0 for the parameter itself
   int param = -1;                     // index into Kernel::params of the tensor it views
-  llvm::Value* origin = nullptr;      // the parameter's address (i64), for TMA coordinates
+  std::vector<llvm::Value*> first;    // a view's first element: its index along each axis (i64)
 };
 
 struct Slot {
@@ -579,6 +579,7 @@ void Emitter::EmitView(const tile::Op& op, const tile::op::View& v) {
     std::int64_t extent = i >= q - r ? v.shape[i - (q - r)] : 1;
     llvm::Value* first = b_.CreateMul(Scalar(v.coords[i]), I64(extent));
     offset = b_.CreateAdd(offset, b_.CreateMul(first, g.strides[i]));
+    if (i < g.first.size()) g.first[i] = b_.CreateAdd(g.first[i], first);
   }
   g.address = b_.CreateAdd(g.address, b_.CreateMul(offset, I64(ElementBytes(Val(v.tensor).dtype))));
   g.view_rank = static_cast<int>(r);
@@ -981,11 +982,13 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
   int map = TensorMapIndex(id, s);
   int e = ElementBytes(Val(dst).dtype);
   RowCol ext = Extent(dst);
-  // The view's first element: its offset from the parameter's in elements, as (row, col).
-  llvm::Value* first = b_.CreateUDiv(b_.CreateSub(src->address, src->origin), I64(e));
-  llvm::Value* last = src->extents.back();
-  llvm::Value* col = b_.CreateTrunc(b_.CreateURem(first, last), b_.getInt32Ty());
-  llvm::Value* row = b_.CreateTrunc(b_.CreateUDiv(first, last), b_.getInt32Ty());
+  // The view's first element in the map: its column, and its row with the leading axes flattened.
+  std::size_t q = src->first.size();
+  if (q < 2) Fail("a TMA copy of a tensor of rank " + std::to_string(q));
+  llvm::Value* flat = src->first[0];
+  for (std::size_t i = 1; i + 1 < q; ++i) flat = b_.CreateAdd(b_.CreateMul(flat, src->extents[i]), src->first[i]);
+  llvm::Value* col = b_.CreateTrunc(src->first[q - 1], b_.getInt32Ty());
+  llvm::Value* row = b_.CreateTrunc(flat, b_.getInt32Ty());
   llvm::Value* smem = SharedAddress(smem_);
   llvm::Value* bar_address = SharedAddress(bar);
   IfThread0(live, [&] {
@@ -1774,9 +1777,9 @@ DeviceKernel Emitter::Emit() {
     if (v.space != tile::Space::Global) continue;
     GlobalSlot g;
     g.address = tensor_args[t++];
-    g.origin = g.address;
     g.param = static_cast<int>(&p - k_.params.data());
     for (const auto& d : v.shape) g.extents.push_back(DimValue(d));
+    g.first.assign(g.extents.size(), I64(0));
     g.strides.assign(g.extents.size(), I64(1));
     for (std::size_t i = g.extents.size(); i-- > 1;) g.strides[i - 1] = b_.CreateMul(g.strides[i], g.extents[i]);
     slots_[p.value.index].global = g;

@@ -1,39 +1,421 @@
-// `weft build --emit=ptx|llvm`: check -> tile::Lower -> synth::Synthesize -> codegen::EmitKernel.
+// `weft build` and `weft run`'s GPU half: check -> codegen::LowerMain (host) -> per kernel
+// synth::Synthesize -> codegen::EmitKernel (device) -> ptxas (a cubin, when the toolkit is here) ->
+// codegen::AttachKernel -> codegen::EmitObject -> codegen::Link (`cc`). docs/building.md.
 #include "driver/build_command.h"
 
-#include <ostream>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include "base/overloaded.h"
+#include "check/check.h"
 #include "codegen/device.h"
+#include "diagnostics/render.h"
 #include "driver/explain_command.h"
+#include "syntax/parser.h"
+#include "synth/synthesize.h"
+#include "tile/lower.h"
+#include "weft/runtime.h"
 
 namespace weft::driver {
+namespace {
+
+// Where the runtime archive that executables link is (WEFT_RUNTIME_LIB overrides the build tree's).
+std::string RuntimeLibrary() {
+  if (const char* path = std::getenv("WEFT_RUNTIME_LIB"); path != nullptr && *path != '\0') return path;
+  return WEFT_RUNTIME_LIB_PATH;
+}
+
+// ptxas, to embed cubins (WEFT_PTXAS overrides the one CMake found; empty: PTX only).
+std::string Ptxas() {
+  if (const char* path = std::getenv("WEFT_PTXAS")) return path;
+  return WEFT_PTXAS_PATH;
+}
+
+std::string Compiler() {
+  if (const char* cc = std::getenv("WEFT_CC"); cc != nullptr && *cc != '\0') return cc;
+  return "cc";
+}
+
+// A fresh directory for the build's intermediate files, removed when it goes.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "weft-build-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs a command; its output (stdout and stderr) into `output`. Returns the exit status.
+int RunCommand(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string OneLine(const std::string& text) {
+  std::string line;
+  for (char c : text) line += c == '\n' ? ' ' : c;
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+// The launch comment and code of one kernel (the --emit output; device.h's contract).
+void PrintDevice(const Options& options, const tile::Kernel& kernel, const codegen::DeviceKernel& device,
+                 std::ostream& out) {
+  const char* comment = options.emit == Emit::Llvm ? "; " : "// ";
+  out << comment << "weft: entry " << device.entry << ", " << device.threads << " threads, " << device.shared_bytes
+      << " bytes of dynamic shared memory, sizes (";
+  for (std::size_t i = 0; i < device.sizes.size(); ++i) out << (i ? ", " : "") << kernel.size_names.at(device.sizes[i]);
+  out << ")\n";
+  // Each TMA tensor map the entry takes after its other parameters, in order (sm_90a).
+  for (const codegen::TensorMapSpec& map : device.tensor_maps) {
+    static const char* swizzles[] = {"none", "32B", "64B", "128B"};
+    out << comment << "weft: tensor map of parameter " << map.param << " (" << kernel.params.at(map.param).name
+        << "): box " << map.box_cols << " x " << map.box_rows << " (columns x rows), swizzle "
+        << swizzles[static_cast<int>(map.swizzle)] << "\n";
+  }
+  out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
+}
+
+// FILE parsed and checked; `file` is set when it could be read.
+struct Checked {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  std::optional<FileId> file;
+  std::optional<check::CheckResult> result;
+};
+
+void CheckFile(const std::string& path, Checked& c) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    c.file = c.sources.Add("<stdin>", std::move(text));
+  } else {
+    std::string reason;
+    c.file = c.sources.Load(path, reason);
+    if (!c.file) {
+      c.diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
+      return;
+    }
+  }
+  syntax::Ast ast = syntax::Parse(c.sources, *c.file, c.diagnostics);
+  if (c.diagnostics.has_errors()) return;
+  check::CheckOptions check_options;
+  const char* stdlib = std::getenv("WEFT_STDLIB");
+  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+  c.result = check::Check(c.sources, ast, c.diagnostics, check_options);
+}
+
+const core::Def* MainOf(const Checked& c) {
+  if (!c.result) return nullptr;
+  const core::Def* main = c.result->module.Find("main");
+  return main != nullptr && main->span.file == *c.file ? main : nullptr;
+}
+
+// The kernels of a lowered `main`, synthesized and generated for `target`.
+bool GenerateKernels(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
+                     Diagnostics& diagnostics,
+                     const std::function<void(std::size_t, const codegen::DeviceKernel&)>& each) {
+  bool ok = true;
+  for (std::size_t i = 0; i < program.kernels.size(); ++i) {
+    const tile::Kernel& kernel = program.kernels[i].kernel;
+    auto plan = synth::Synthesize(kernel, target);
+    if (!plan) {
+      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
+      ok = false;
+      continue;
+    }
+    auto device = codegen::EmitKernel(kernel, *plan, sources);
+    if (!device) {
+      for (const Diagnostic& d : device.error()) diagnostics.Add(d);
+      ok = false;
+      continue;
+    }
+    each(i, *device);
+  }
+  return ok;
+}
+
+void Walk(const core::Module& module, core::ExprId id, std::set<std::string>& seen, bool& found);
+
+void WalkDef(const core::Module& module, const core::Def& def, std::set<std::string>& seen, bool& found) {
+  if (def.kernel) {
+    found = true;
+    return;
+  }
+  if (def.body) Walk(module, def.body, seen, found);
+}
+
+void Walk(const core::Module& module, core::ExprId id, std::set<std::string>& seen, bool& found) {
+  if (found || !id) return;
+  namespace ce = core::expr;
+  const core::Expr& e = module.Get(id);
+  auto walk = [&](core::ExprId x) { Walk(module, x, seen, found); };
+  std::visit(Overloaded{
+                 [&](const ce::Global& g) {
+                   if (!seen.insert(g.name).second) return;
+                   for (const core::Def& def : module.defs())
+                     if (def.name == g.name && def.ok) WalkDef(module, def, seen, found);
+                 },
+                 [&](const ce::Apply& a) {
+                   walk(a.callee);
+                   for (core::ExprId x : a.args) walk(x);
+                 },
+                 [&](const ce::Lambda& l) { walk(l.body); },
+                 [&](const ce::Let& l) {
+                   walk(l.value);
+                   walk(l.body);
+                 },
+                 [&](const ce::If& i) {
+                   walk(i.condition);
+                   walk(i.then_branch);
+                   walk(i.else_branch);
+                 },
+                 [&](const ce::Tuple& t) {
+                   for (core::ExprId x : t.elements) walk(x);
+                 },
+                 [&](const ce::TensorLit& t) {
+                   for (core::ExprId x : t.elements) walk(x);
+                 },
+                 [&](const ce::Index& i) {
+                   walk(i.base);
+                   for (const ce::IndexItem& item : i.items)
+                     if (item.kind == ce::IndexItem::Kind::At) walk(item.at);
+                 },
+                 [&](const ce::Loop& l) {
+                   walk(l.init);
+                   walk(l.bound);
+                   walk(l.body);
+                 },
+                 [&](const ce::Cast& c) { walk(c.operand); },
+                 [&](const auto&) {},
+             },
+             e.node);
+}
+
+int Report(const Options& options, const SourceManager& sources, const Diagnostics& diagnostics, std::ostream& err) {
+  bool color = UseColor(options.color, STDERR_FILENO);
+  for (const Diagnostic& d : diagnostics.all()) err << Render(sources, d, color);
+  return diagnostics.has_errors() ? 1 : 0;
+}
+
+// One line for a note: "file.weft:3:7: message".
+std::string Located(const SourceManager& sources, const Diagnostic& d) {
+  std::string where;
+  if (d.span.valid()) {
+    const SourceBuffer& buffer = sources.Get(d.span.file);
+    LineCol at = buffer.Locate(d.span.begin);
+    where = std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
+  }
+  return where + d.message;
+}
+
+}  // namespace
+
+bool CallsKernels(const core::Module& module, const core::Def& main) {
+  std::set<std::string> seen;
+  bool found = false;
+  WalkDef(module, main, seen, found);
+  return found;
+}
+
+bool BuildExecutable(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
+                     const std::string& output, Diagnostics& diagnostics) {
+  auto fail = [&](const std::string& why) {
+    diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output, why);
+    return false;
+  };
+  TempDir temp;
+  if (temp.path().empty()) return fail("cannot make a temporary directory");
+  const std::string ptxas = Ptxas();
+  const std::string arch(synth::Spelling(target));
+  bool ok = GenerateKernels(program, target, sources, diagnostics, [&](std::size_t i, const codegen::DeviceKernel& d) {
+    std::string cubin;
+    if (!ptxas.empty()) {
+      std::string base = temp.path() + "/" + d.entry + "." + std::to_string(i);
+      std::ofstream(base + ".ptx") << d.ptx;
+      std::string log;
+      if (RunCommand(Quote(ptxas) + " -arch=" + arch + " -o " + Quote(base + ".cubin") + " " + Quote(base + ".ptx"),
+                     log) != 0) {
+        fail("ptxas rejected the PTX of `" + program.kernels[i].def->name + "`: " + OneLine(log));
+        return;
+      }
+      std::ifstream in(base + ".cubin", std::ios::binary);
+      cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    codegen::AttachKernel(program, i, d, cubin);
+  });
+  if (!ok || diagnostics.has_errors()) return false;
+  const std::string runtime = RuntimeLibrary();
+  if (!std::filesystem::exists(runtime))
+    return fail("the runtime archive `" + runtime +
+                "` does not exist: build the `weft_runtime_exe` target, or name one with WEFT_RUNTIME_LIB");
+  const std::string object = temp.path() + "/main.o";
+  auto emitted = codegen::EmitObject(program, object);
+  if (!emitted) return fail(emitted.error());
+  auto linked = codegen::Link(Compiler(), object, runtime, output);
+  if (!linked) return fail(linked.error());
+  return true;
+}
+
+GpuProbe ProbeGpu() {
+  GpuProbe probe;
+  if (weft_init() != WEFT_OK) {
+    // The runtime's message without its advice ("...; running a weft program needs ...").
+    std::string reason = weft_last_error();
+    if (std::size_t cut = reason.find("; "); cut != std::string::npos) reason.resize(cut);
+    probe.reason = reason;
+    return probe;
+  }
+  weft_device_info info{};
+  if (weft_device_get_info(&info) != WEFT_OK) {
+    probe.reason = weft_last_error();
+  } else if (info.sm_major < 8) {
+    probe.reason = "GPU " + std::to_string(info.index) + " (" + info.name + ") is sm_" + std::to_string(info.sm_major) +
+                   std::to_string(info.sm_minor) + "; weft's kernels need sm_80 or newer";
+  } else {
+    probe.target = info.sm_major == 9 && info.sm_minor == 0 ? synth::Target::Sm90a : synth::Target::Sm80;
+  }
+  weft_shutdown();  // the program opens its own context
+  return probe;
+}
+
+std::optional<int> RunOnGpu(const Options& options, const core::Module& module, const core::VarStore& vars,
+                            const core::Def& main, const SourceManager& sources, std::ostream& err) {
+  const std::string fallback = "; running on the CPU interpreter\n";
+  bool kernels = CallsKernels(module, main);
+  if (!kernels && !options.gpu) return std::nullopt;  // nothing for a GPU to do
+  GpuProbe probe = ProbeGpu();
+  Diagnostics diagnostics;
+  auto give_up = [&](const std::string& why) -> std::optional<int> {
+    if (options.gpu) {
+      Report(options, sources, diagnostics, err);
+      err << "weft: error: " << why << ", and --gpu forbids the CPU interpreter\n";
+      return 1;
+    }
+    err << "weft: note: " << why << fallback;
+    return std::nullopt;
+  };
+  // 1. Does `main` compile for the GPU? (Cheap: no synthesis yet.)
+  codegen::HostOptions host;
+  host.target = probe.target.value_or(synth::Target::Sm90a);
+  auto program = codegen::LowerMain(module, vars, main, sources, host);
+  if (!program) {
+    for (const Diagnostic& d : program.error()) diagnostics.Add(d);
+    return give_up("`main` does not compile for the GPU (" + Located(sources, program.error().front()) + ")");
+  }
+  // 2. Is there a GPU?
+  if (!probe.target) return give_up("no GPU (" + probe.reason + ")");
+  // 3. Build, then run with FILE as `arg 0` and ARGS after it.
+  TempDir temp;
+  std::string exe = temp.path() + "/program";
+  if (temp.path().empty() || !BuildExecutable(*program, *probe.target, sources, exe, diagnostics)) {
+    std::string why =
+        diagnostics.all().empty() ? "cannot make a temporary directory" : Located(sources, diagnostics.all().front());
+    return give_up("`main` does not build for " + std::string(synth::Spelling(*probe.target)) + " (" + why + ")");
+  }
+  std::vector<std::string> args = {options.inputs.front()};
+  args.insert(args.end(), options.program_args.begin(), options.program_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  err.flush();
+  pid_t child = fork();
+  if (child == 0) {
+    execv(exe.c_str(), argv.data());
+    std::perror("weft: cannot start the built program");
+    _exit(127);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) < 0) {
+    err << "weft: error: cannot start the built program\n";
+    return 1;
+  }
+  if (WIFSIGNALED(status)) {
+    err << "weft: error: the program was killed by signal " << WTERMSIG(status) << "\n";
+    return 1;
+  }
+  return WEXITSTATUS(status);
+}
 
 int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
-  int status =
-      ForEachKernel(options, err,
-                    [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources,
-                        Diagnostics& diagnostics, int) {
-                      auto device = codegen::EmitKernel(kernel, plan, sources);
-                      if (!device) {
-                        for (const Diagnostic& d : device.error()) diagnostics.Add(d);
-                        return;
-                      }
-                      // How to launch it (device.h's contract), as a comment both PTX and LLVM IR take.
-                      const char* comment = options.emit == Emit::Llvm ? "; " : "// ";
-                      out << comment << "weft: entry " << device->entry << ", " << device->threads << " threads, "
-                          << device->shared_bytes << " bytes of dynamic shared memory, sizes (";
-                      for (std::size_t i = 0; i < device->sizes.size(); ++i)
-                        out << (i ? ", " : "") << kernel.size_names.at(device->sizes[i]);
-                      out << ")\n";
-                      // Each TMA tensor map the entry takes after its other parameters, in order (sm_90a).
-                      for (const codegen::TensorMapSpec& map : device->tensor_maps) {
-                        static const char* swizzles[] = {"none", "32B", "64B", "128B"};
-                        out << comment << "weft: tensor map of parameter " << map.param << " ("
-                            << kernel.params.at(map.param).name << "): box " << map.box_cols << " x " << map.box_rows
-                            << " (columns x rows), swizzle " << swizzles[static_cast<int>(map.swizzle)] << "\n";
-                      }
-                      out << (options.emit == Emit::Llvm ? device->llvm_ir : device->ptx);
-                    });
+  auto target = synth::ParseTarget(options.target);
+  if (!target) {
+    err << "weft: unknown target `" << options.target << "`; expected `sm_90a` or `sm_80`\n";
+    return 2;
+  }
+  const bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm;
+  Checked c;
+  if (emit && (!options.kernel.empty() || options.inputs.front() == "-")) {
+    // One kernel of FILE, or standard input's kernels: as `weft explain` finds them.
+  } else {
+    CheckFile(options.inputs.front(), c);
+    if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
+    const core::Def* main = MainOf(c);
+    if (!emit && !main) {
+      c.diagnostics.Emit(DiagnosticKind::NoMain, Span{}, options.inputs.front());
+      return Report(options, c.sources, c.diagnostics, err);
+    }
+    if (main) {
+      codegen::HostOptions host;
+      host.target = *target;
+      auto program = codegen::LowerMain(c.result->module, c.result->vars, *main, c.sources, host);
+      if (program && emit) {
+        // The kernels `main` calls, then (LLVM IR) its host module.
+        GenerateKernels(*program, *target, c.sources, c.diagnostics,
+                        [&](std::size_t i, const codegen::DeviceKernel& device) {
+                          PrintDevice(options, program->kernels[i].kernel, device, out);
+                        });
+        if (options.emit == Emit::Llvm) out << "; weft: the host module of `main`\n" << codegen::PrintHost(*program);
+        out.flush();
+        return Report(options, c.sources, c.diagnostics, err);
+      }
+      if (!emit) {
+        if (!program) {
+          for (const Diagnostic& d : program.error()) c.diagnostics.Add(d);
+        } else {
+          BuildExecutable(*program, *target, c.sources, options.output, c.diagnostics);
+        }
+        return Report(options, c.sources, c.diagnostics, err);
+      }
+      // A `main` that does not compile for the GPU: --emit prints every kernel of FILE.
+    }
+  }
+  int status = ForEachKernel(options, err,
+                             [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources,
+                                 Diagnostics& diagnostics, int) {
+                               auto device = codegen::EmitKernel(kernel, plan, sources);
+                               if (!device) {
+                                 for (const Diagnostic& d : device.error()) diagnostics.Add(d);
+                                 return;
+                               }
+                               PrintDevice(options, kernel, *device, out);
+                             });
   out.flush();
   return status;
 }

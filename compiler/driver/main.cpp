@@ -109,8 +109,8 @@ ExitCode RunCheck(const Options& options) {
   return Report(options, sources, diagnostics) ? ExitCode::InputError : ExitCode::Success;
 }
 
-// `weft run FILE`: check, then evaluate `def main` on the interpreter. Run-time failures are
-// diagnostics at the place in FILE that failed.
+// `weft run FILE`: check, then run `def main` on the GPU (driver::RunOnGpu) or evaluate it on the
+// interpreter. The interpreter's run-time failures are diagnostics at the place in FILE that failed.
 ExitCode RunRun(const Options& options) {
   SourceManager sources;
   Diagnostics diagnostics;
@@ -133,6 +133,11 @@ ExitCode RunRun(const Options& options) {
   if (diagnostics.has_errors()) {
     Report(options, sources, diagnostics);
     return ExitCode::InputError;
+  }
+  // On the GPU when `main` calls kernels, compiles for it and there is one (docs/building.md).
+  if (!options.cpu) {
+    if (std::optional<int> status = driver::RunOnGpu(options, result.module, result.vars, *main, sources, std::cerr))
+      return static_cast<ExitCode>(*status);
   }
   interp::InterpreterOptions run_options;
   run_options.args.push_back(path);

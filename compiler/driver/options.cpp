@@ -25,12 +25,16 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
      "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
-    {"run", Command::Run, "run FILE's `def main` (on the CPU interpreter, until GPU code generation exists)",
-     "usage: weft run FILE [--cpu] [--color=auto|always|never] [-- ARGS...]\n"
+    {"run", Command::Run, "run FILE's `def main`: on the GPU when there is one, else on the CPU interpreter",
+     "usage: weft run FILE [--cpu | --gpu] [--color=auto|always|never] [-- ARGS...]\n"
      "\n"
-     "Checks FILE and runs its `def main` on the CPU reference interpreter. `load`, `save` and `print`\n"
-     "read and write .npy files and standard output; `arg i` is the i-th of ARGS (`arg 0` is FILE).\n"
-     "  --cpu             run on the interpreter (the default: GPU code generation does not exist yet)\n"
+     "Checks FILE and runs its `def main`. When `main` calls kernels, compiles for the GPU and\n"
+     "the GPU is usable, it is built as `weft build` builds it (for sm_90a on a Hopper GPU, else sm_80)\n"
+     "and run there; otherwise it runs on the CPU reference interpreter, after a note on stderr that\n"
+     "says why when `main` calls kernels (docs/building.md). `load`, `save` and `print` read and write\n"
+     ".npy files and standard output; `arg i` is the i-th of ARGS (`arg 0` is FILE).\n"
+     "  --cpu             run on the interpreter, without looking for a GPU\n"
+     "  --gpu             run on the GPU or fail (exit status 1) with the reason it cannot\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
      "A failed run-time check, a bad .npy file or an index out of bounds stops the program with an\n"
      "error that names the place in FILE, and exit status 1.\n"},
@@ -84,17 +88,26 @@ constexpr CommandInfo kCommands[] = {
      "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
      "  --no-timings      leave out the solver's time (for golden tests)\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
-    {"build", Command::Build, "compile the kernels of FILE to GPU code (`--emit=ptx` or `--emit=llvm`)",
-     "usage: weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_80|sm_90a]\n"
+    {"build", Command::Build, "compile FILE's `def main` and its kernels to an executable, or print device code",
+     "usage: weft build FILE -o EXE [--target sm_90a|sm_80]\n"
+     "       weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_90a|sm_80]\n"
      "\n"
-     "Checks FILE, synthesizes each kernel's layouts and instructions for the target and generates its\n"
-     "device code through LLVM's NVPTX back end (docs/codegen.md). Executables (`-o EXE`) are not built\n"
-     "yet: the host side of code generation comes next.\n"
-     "  --emit=ptx        print each kernel's PTX (after LLVM's O3 pipeline)\n"
-     "  --emit=llvm       print each kernel's LLVM IR (before optimization)\n"
-     "  --kernel NAME     only this kernel\n"
-     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
-     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
+     "Checks FILE, synthesizes the layouts and instructions of each kernel `main` calls for the target,\n"
+     "generates their device code through LLVM's NVPTX back end (docs/codegen.md) and `main`'s host\n"
+     "code for x86-64, and links them with the runtime into EXE, which needs only libc and an NVIDIA\n"
+     "driver (docs/building.md). `main` may call kernels and the host built-ins (`random`, `load`,\n"
+     "`save`, `print`, `arg`, `time`); array-tier operations outside kernels are refused (E0800) until\n"
+     "they are compiled for the GPU: `weft run --cpu` runs them.\n"
+     "  -o EXE            the executable to write\n"
+     "  --target T        sm_90a (wgmma, TMA: H100/H200; the default) or sm_80 (mma.sync, ldmatrix,\n"
+     "                    cp.async: Ampere and newer)\n"
+     "  --emit=ptx        print the PTX (after LLVM's O3 pipeline) of each kernel `main` calls, of\n"
+     "                    every kernel of FILE when it has no `main`, or of --kernel NAME\n"
+     "  --emit=llvm       the same as LLVM IR (before optimization), and `main`'s host module\n"
+     "  --kernel NAME     only this kernel of FILE (with --emit)\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
+     "Environment: WEFT_CC (the C compiler driver that links, `cc` by default), WEFT_RUNTIME_LIB (the\n"
+     "runtime archive to link), WEFT_PTXAS (ptxas, to embed cubins; empty: PTX only).\n"},
     {"lsp", Command::Lsp, "a language server for editors (the Language Server Protocol, on stdin and stdout)",
      "usage: weft lsp\n"
      "\n"
@@ -152,6 +165,7 @@ std::string HelpText(Command command) {
 
 std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::string& error) {
   Options options;
+  bool target_given = false;
   if (args.empty()) {
     error = "no command given; run `weft --help` to see the commands";
     return std::nullopt;
@@ -186,6 +200,14 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       continue;  // the only transport
     } else if (options.command == Command::Run && arg == "--cpu") {
       options.cpu = true;
+    } else if (options.command == Command::Run && arg == "--gpu") {
+      options.gpu = true;
+    } else if (options.command == Command::Build && arg == "-o") {
+      if (i + 1 == args.size()) {
+        error = "-o needs the path of the executable to write";
+        return std::nullopt;
+      }
+      options.output = args[++i];
     } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
       (arg == "--table" ? options.table : options.grid) = true;
     } else if (options.command == Command::Layout && arg == "--tv" && i + 1 == args.size()) {
@@ -225,6 +247,7 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
                 options.command == Command::Build) &&
                TakeValue(args, i, "target", value)) {
       options.target = value;
+      target_given = true;
     } else if (options.command == Command::Explain && args[i] == "--no-timings") {
       options.timings = false;
     } else if (options.command == Command::Simulate && TakeValue(args, i, "size", value)) {
@@ -266,8 +289,24 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     }
     return std::nullopt;
   }
-  if (options.command == Command::Build && options.emit != Emit::Ptx && options.emit != Emit::Llvm) {
-    error = "`weft build` does not build executables yet: give --emit=ptx or --emit=llvm to print device code";
+  if (options.command == Command::Build) {
+    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm;
+    if (!target_given) options.target = "sm_90a";
+    if (!emit && options.output.empty()) {
+      error = "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm (device code); run `weft build --help`";
+      return std::nullopt;
+    }
+    if (emit && !options.output.empty()) {
+      error = "`weft build` takes -o EXE or --emit, not both: --emit prints to standard output";
+      return std::nullopt;
+    }
+    if (!emit && !options.kernel.empty()) {
+      error = "--kernel picks the kernel whose code --emit prints; an executable has every kernel `main` calls";
+      return std::nullopt;
+    }
+  }
+  if (options.command == Command::Run && options.cpu && options.gpu) {
+    error = "`weft run` takes --cpu or --gpu, not both";
     return std::nullopt;
   }
   if (options.command == Command::Simulate && options.kernel.empty()) {

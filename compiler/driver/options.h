@@ -25,13 +25,17 @@ struct Options {
   bool table = false;             // --table: every coordinate -> offset
   bool grid = false;              // --grid: the offsets as a grid
   std::optional<std::string> tv;  // --tv ATOM or --tv list (then there is no EXPR)
-  // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter.
+  // `weft run`: the program's own arguments (after `--`); --cpu picks the interpreter, --gpu
+  // refuses to fall back to it (docs/building.md).
   std::vector<std::string> program_args;
   bool cpu = false;
+  bool gpu = false;
+  // `weft build -o EXE`: the executable to write.
+  std::string output;
   // `weft explain`, `weft simulate` and `weft build`: the kernel (explain: all when empty) and the target;
   // simulate: `name=value` sizes and the inputs' seed.
   std::string kernel;
-  std::string target = "sm_80";
+  std::string target = "sm_80";  // `weft build`: sm_90a unless --target says otherwise
   std::vector<std::string> sizes;
   std::vector<std::string> scalars;  // simulate: `name=value` of scalar parameters (random otherwise)
   std::uint64_t seed = 1;

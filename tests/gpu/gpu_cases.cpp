@@ -14,7 +14,7 @@
 //
 // A case file has one case per line (`#` starts a comment):
 //
-//   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference]
+//   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--expect-error=TEXT...]
 //   stdlib/gemm.weft gemm_bf16 sm_80,sm_90a m=512 n=384 k=1024 --flops=2*m*n*k
 //
 // FILE is relative to --root (default: the current folder); TARGETS is one or more of sm_80 and
@@ -22,7 +22,9 @@
 // parameter (a scalar not given is `random`, as in `weft simulate`). --flops gives the work of one
 // launch as a product of numbers, sizes and scalars, for gpu_check --time. --no-reference: a timing
 // case at a size the interpreter is too slow for; no inputs are written, gpu_check makes them with
-// `random` on the GPU machine. A case is named KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
+// `random` on the GPU machine. --expect-error=TEXT (the rest of the line): the sizes or scalars must
+// be refused (a broken `where` clause, say) with TEXT in the message; no folder is written. A case is
+// named KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
 //
 // Inputs are fresh: the seed is random unless --seed gives it (it is printed, and each manifest
 // records its own, so a failure can be made again).
@@ -80,6 +82,7 @@ struct Line {
   std::vector<std::string> targets, assignments;
   std::string flops;
   bool reference = true;
+  std::string expect_error;  // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
 // A checked `.weft` file, kept for every case that uses it.
@@ -210,7 +213,7 @@ class Generator {
     return ok;
   }
 
-  int generated = 0, refused = 0, errors = 0;
+  int generated = 0, refused = 0, errors = 0, expected = 0;
 
  private:
   Checked& Check(const std::string& source) {
@@ -306,7 +309,21 @@ class Generator {
     if (!kernel) return not_generated(RenderAll(checked.sources, kernel.error()), false);
     std::ostringstream call_err;
     auto call = driver::PrepareKernelCall(*kernel, line.kernel, sizes, scalars, seed, line.reference, call_err);
-    if (!call) return Error(name, line.where + ": " + FirstLine(call_err.str()));
+    if (!call) {
+      std::string message = FirstLine(call_err.str());
+      if (!line.expect_error.empty() && message.find(line.expect_error) != std::string::npos) {
+        fs::remove_all(dir, ec);
+        std::printf("REFUSED AS EXPECTED %s: %s\n", name.c_str(), message.c_str());
+        std::fflush(stdout);
+        ++expected;
+        return true;
+      }
+      return not_generated(line.where + ": " + message, true);
+    }
+    if (!line.expect_error.empty()) {
+      fs::remove_all(dir, ec);
+      return Error(name, line.where + ": expected the error `" + line.expect_error + "`, but the call was accepted");
+    }
     // Float tensors centred: `random`'s [0, 1) mapped to 2x - 1 (rounded to the dtype), so that
     // products cancel. With inputs all positive a gemm's output is dominated by its mean (about k/4
     // everywhere), and a kernel that reads the wrong tiles can stay within 1e-2 at large k.
@@ -461,7 +478,7 @@ class Generator {
     return true;
   }
 
-  enum Exit { kGenerated = 10, kRefused = 11, kError = 12, kFiltered = 13 };
+  enum Exit { kGenerated = 10, kRefused = 11, kError = 12, kFiltered = 13, kExpected = 14 };
 
   bool GenerateIsolated(const Line& line, const std::string& target, std::uint64_t seed) {
     int fds[2];
@@ -473,10 +490,10 @@ class Generator {
     if (pid == 0) {
       close(fds[0]);
       name_fd_ = fds[1];
-      generated = refused = errors = 0;  // the child's own, not the counts inherited
+      generated = refused = errors = expected = 0;  // the child's own, not the counts inherited
       GenerateOne(line, target, seed);
       std::fflush(stdout);
-      _exit(errors ? kError : refused ? kRefused : generated ? kGenerated : kFiltered);
+      _exit(errors ? kError : refused ? kRefused : generated ? kGenerated : expected ? kExpected : kFiltered);
     }
     close(fds[1]);
     std::string name;
@@ -496,6 +513,9 @@ class Generator {
       case kError:
         ++errors;
         return false;
+      case kExpected:
+        ++expected;
+        return true;
       case kFiltered:
         return true;
       default:
@@ -591,10 +611,14 @@ int Main(int argc, char** argv) {
           line.flops = w[k].substr(8);
         else if (w[k] == "--no-reference")
           line.reference = false;
-        else if (w[k].find('=') != std::string::npos && w[k][0] != '-')
+        else if (w[k].rfind("--expect-error=", 0) == 0) {
+          for (line.expect_error = w[k].substr(15); ++k < w.size();) line.expect_error += " " + w[k];
+          if (line.expect_error.empty()) Usage(line.where + ": --expect-error= needs the text of the error");
+        } else if (w[k].find('=') != std::string::npos && w[k][0] != '-')
           line.assignments.push_back(w[k]);
         else
-          Usage(line.where + ": `" + w[k] + "` is neither NAME=VALUE nor --flops=EXPR nor --no-reference");
+          Usage(line.where + ": `" + w[k] +
+                "` is neither NAME=VALUE nor --flops=EXPR, --no-reference or --expect-error=TEXT");
       }
       lines.push_back(std::move(line));
     }
@@ -610,8 +634,9 @@ int Main(int argc, char** argv) {
   bool ok = true;
   for (std::size_t i = 0; i < lines.size(); ++i) ok &= generator.Generate(lines[i], seed + i * 64);
   std::printf(
-      "gpu_cases: %d generated, %d not generated (the compiler refused them: gpu_check fails them), %d errors\n",
-      generator.generated, generator.refused, generator.errors);
+      "gpu_cases: %d generated, %d not generated (the compiler refused them: gpu_check fails them), %d refused as "
+      "expected, %d errors\n",
+      generator.generated, generator.refused, generator.expected, generator.errors);
   return ok ? 0 : 1;
 }
 

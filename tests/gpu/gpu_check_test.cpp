@@ -413,14 +413,16 @@ TEST_CASE("gpu_cases writes a case folder gpu_check can run and marks a refused 
 
 TEST_CASE("gpu_cases writes a timing case without inputs or reference but with seeds for the GPU's random",
           "[gpu_cases]") {
-  Generated g = RunGpuCases("bench", "gen.weft copy sm_90a m=128 twice=false --no-reference\n", "--seed 9");
+  Generated g = RunGpuCases("bench", "gen.weft copy sm_80 m=128 twice=false --no-reference\n", "--seed 9");
   INFO(g.ran.output);
   CHECK(g.ran.status == 0);
   CHECK(g.ran.output.find("inputs made on the GPU, no reference") != std::string::npos);
-  fs::path dir = g.out / "cases" / "copy-sm_90a-128-twice_false";
+  fs::path dir = g.out / "cases" / "copy-sm_80-128-twice_false";
   std::string error;
   auto c = weft::gpu::ReadCase(dir.string(), error);
   REQUIRE(c);
+  REQUIRE(c->generated);
+  REQUIRE(c->args.size() == 4);
   CHECK(c->args[0].random_seed == std::optional<std::uint64_t>(9));  // seed + the parameter's index
   CHECK(c->args[1].reference.empty());
   CHECK(c->args[3].int_value == 0);
@@ -435,7 +437,8 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
                             "gen.weft nope sm_80 m=64\n"
                             "gen.weft copy sm_70 m=64\n"
                             "gen.weft copy sm_80 m=64 twice=true --flops=2*q\n"
-                            "missing.weft copy sm_80 m=64\n");
+                            "missing.weft copy sm_80 m=64\n"
+                            "gen.weft copy sm_80 m=128 twice=true --expect-error=is false\n");
   INFO(g.ran.output);
   CHECK(g.ran.status == 1);
   CHECK(g.ran.output.find("ERROR copy-sm_80-96-twice_true: ") != std::string::npos);
@@ -444,9 +447,24 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
   CHECK(g.ran.output.find("unknown target `sm_70`") != std::string::npos);
   CHECK(g.ran.output.find("`q` is neither a number nor a size or scalar of the kernel") != std::string::npos);
   CHECK(g.ran.output.find("missing.weft") != std::string::npos);
+  CHECK(g.ran.output.find("expected the error `is false`, but the call was accepted") != std::string::npos);
   CHECK(g.ran.output.find("0 generated, 0 not generated") != std::string::npos);
-  CHECK(g.ran.output.find("5 errors") != std::string::npos);
+  CHECK(g.ran.output.find("6 errors") != std::string::npos);
+  // A case that must be refused leaves no folder for gpu_check; one that was refused by surprise
+  // leaves a manifest saying why, which gpu_check fails.
+  CHECK_FALSE(fs::exists(g.out / "cases" / "copy-sm_80-128-twice_true"));
+  CHECK(fs::exists(g.out / "cases" / "copy-sm_80-96-twice_true" / "manifest.json"));
   fs::remove_all(g.out);
+
+  Generated expected =
+      RunGpuCases("expected", "gen.weft copy sm_80,sm_90a m=96 --expect-error=`m % 64 == 0` is false\n");
+  CHECK(expected.ran.status == 0);
+  CHECK(expected.ran.output.find("REFUSED AS EXPECTED copy-sm_90a-96: weft: the sizes break kernel `copy`'s `where` "
+                                 "clause: `m % 64 == 0` is false with m = 96") != std::string::npos);
+  CHECK(expected.ran.output.find("0 generated, 0 not generated (the compiler refused them: gpu_check fails them), 2 "
+                                 "refused as expected, 0 errors") != std::string::npos);
+  CHECK_FALSE(fs::exists(expected.out / "cases" / "copy-sm_80-96"));
+  fs::remove_all(expected.out);
 
   Generated bad = RunGpuCases("usage", "gen.weft copy\n");
   CHECK(bad.ran.status == 2);
@@ -454,7 +472,7 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
   fs::remove_all(bad.out);
   Generated option = RunGpuCases("option", "gen.weft copy sm_80 m=64 --fast\n");
   CHECK(option.ran.status == 2);
-  CHECK(option.ran.output.find("`--fast` is neither NAME=VALUE nor --flops=EXPR nor --no-reference") !=
+  CHECK(option.ran.output.find("`--fast` is neither NAME=VALUE nor --flops=EXPR, --no-reference or --expect-error") !=
         std::string::npos);
   fs::remove_all(option.out);
 }

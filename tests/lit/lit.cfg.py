@@ -18,6 +18,9 @@ config.substitutions.append(("%weft", config.weft_binary))
 config.substitutions.append(("FileCheck", config.filecheck + " --dump-input=fail"))
 config.substitutions.append(("%stdlib", os.path.join(config.weft_source_dir, "stdlib")))
 config.substitutions.append(("%examples", os.path.join(config.weft_source_dir, "examples")))
+# The runtime's fake CUDA driver (tests/unit/runtime/fake_cuda.cpp), for executables' launches
+# without a GPU: `env WEFT_CUDA_LIBRARY=%fake_cuda prog` (tests/lit/build).
+config.substitutions.append(("%fake_cuda", config.fake_cuda))
 # `not` inverts an exit status and `count N` checks a line count; both from LLVM's tools. The
 # patterns are regular expressions: only the whole words at the start of a command are replaced.
 config.substitutions.append((r"(^|\| )not ", r"\1" + os.path.join(config.llvm_tools_dir, "not") + " "))

@@ -270,6 +270,89 @@ void weft_random_block(uint64_t seed, uint64_t index, uint32_t out[4]);
 /* Fills every element as `random shape seed` does for the tensor's dtype. */
 weft_status weft_random_fill(weft_host_tensor* tensor, uint64_t seed);
 
+/* ---- Compiled programs (docs/building.md) -------------------------------------------------------
+ * What the host code that `weft build` generates calls: values of `def main` as tensors that live on
+ * the host, the GPU or both (copied lazily: to the GPU when a kernel reads them, back when `print`
+ * or `save` does), the host built-ins with the interpreter's meaning and messages, and kernel
+ * launches from a static descriptor. None of these return a status: a failure ends the program
+ * with weft_fail's one line and exit status 1, as the generated code would anyway. Tensors live
+ * until weft_program_end. Not meant to be called by hand, but plain C: tests do. */
+
+/* A value of a compiled program: a tensor (a scalar is a rank-0 one). */
+typedef struct weft_tensor weft_tensor;
+
+/* One TMA tensor map an entry takes (device.h's TensorMapSpec): the 2-D view of tensor parameter
+ * `tensor` (an index into the launch's `tensors`) with its leading axes flattened into rows. */
+typedef struct weft_program_tensor_map {
+  int32_t tensor;
+  uint32_t box_cols; /* the box's extent along the tensor's last axis */
+  uint32_t box_rows; /* ... and along the flattened rows */
+  int32_t swizzle;   /* a weft_tma_swizzle */
+} weft_program_tensor_map;
+
+/* A kernel of the program, as generated code declares it (one static, writable descriptor each).
+ * The entry takes device.h's launch contract: every tensor parameter's address, the sizes in
+ * `size_order`, the scalars, the tensor maps. */
+typedef struct weft_program_kernel {
+  const char* name;  /* the kernel's name in the .weft source, for messages */
+  const char* entry; /* the PTX entry */
+  const void* cubin; /* assembled by ptxas for the build's target; null when ptxas was not found */
+  uint64_t cubin_size;
+  const char* ptx; /* NUL-terminated; loaded (JIT-compiled by the driver) when there is no cubin or
+                      the GPU refuses it */
+  uint64_t ptx_size;
+  uint32_t threads;      /* the block: threads x 1 x 1 */
+  uint32_t shared_bytes; /* dynamic shared memory per block */
+  int32_t tensor_count;  /* tensor parameters, `out` ones included */
+  int32_t scalar_count;  /* scalar parameters */
+  int32_t size_count;
+  const int32_t* size_order; /* the entry's size parameters: indices into the launch's `sizes` */
+  int32_t map_count;
+  const weft_program_tensor_map* maps;
+  void* loaded; /* the runtime's: null until the first launch loads the module */
+} weft_program_kernel;
+
+/* First call of `main`: keeps argc/argv for `arg`. With `uses_gpu`, weft_init (its failure is
+ * the program's one message) and a check that the GPU runs code built for `target` ("sm_80":
+ * compute capability 8.0 or newer; "sm_90a": exactly 9.0). */
+void weft_program_start(int argc, char** argv, const char* target, int uses_gpu);
+/* Last call of `main`: waits for the GPU (a kernel that failed is reported here), frees every
+ * tensor. Returns 0, the program's exit status. */
+int weft_program_end(void);
+
+/* A scalar of `dtype` holding the bit pattern `bits` (a literal, rounded by the compiler). */
+weft_tensor* weft_program_scalar(weft_dtype dtype, uint64_t bits);
+/* The extent of axis `axis`. */
+int64_t weft_program_dim(const weft_tensor* tensor, int32_t axis);
+/* `random shape seed` (weft_random_fill; `seed` an integer scalar). */
+weft_tensor* weft_program_random(weft_dtype dtype, int32_t rank, const int64_t* shape, const weft_tensor* seed);
+/* `load path`: the file's dtype and rank against `type` (the program's, as text, for the message:
+ * "x.npy: the program expects `f32[n, 4]` but the file holds f64[3, 4]: its dtype is f64, not f32").
+ * The caller checks the dims it knows with weft_program_load_mismatch. */
+weft_tensor* weft_program_load(const char* path, weft_dtype dtype, int32_t rank, const char* type);
+/* Ends the program: the loaded file's axis `axis` is not `expected` (`expected_text`, the dim as
+ * the program writes it, or null for a constant), as the interpreter says it. */
+WEFT_NORETURN void weft_program_load_mismatch(const weft_tensor* tensor, const char* path, const char* type,
+                                              int32_t axis, const char* expected_text, int64_t expected);
+/* `save path x` (.npy; copies x from the GPU first if it is only there). */
+void weft_program_save(const char* path, weft_tensor* tensor);
+/* `arg i` (`index` an integer scalar): argv[i]; out of range ends the program as the interpreter does. */
+const char* weft_program_arg(const weft_tensor* index);
+/* `print`'s pieces: a tensor as NumPy prints it, and text (print ends with weft_program_write_text("\n")). */
+void weft_program_write_tensor(weft_tensor* tensor);
+void weft_program_write_text(const char* text);
+/* An `out` parameter of a kernel call: a tensor on the GPU, zero-filled. */
+weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape);
+/* Launches `kernel` on `grid` (x, y, z; no launch when one of them is 0) with its tensor parameters
+ * (source order, `out` ones included), its sizes (as `size_order` indexes them) and its scalar
+ * parameters (source order). Inputs are copied to the GPU if they are not there yet. */
+void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
+                         const int64_t* sizes, weft_tensor* const* scalars);
+/* `time f`: a mark before the call of f, and the milliseconds since it as an f64 scalar after it
+ * (GPU events when the program uses the GPU, so launches are timed to their end; else the clock). */
+void* weft_program_time_start(void);
+weft_tensor* weft_program_time_stop(void* mark);
+
 #ifdef __cplusplus
 }
 #endif

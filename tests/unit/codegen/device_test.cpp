@@ -18,7 +18,7 @@ bool Has(const std::string& ptx, const std::string& what) {
   return ptx.find(what) != std::string::npos;
 }
 
-TEST_CASE("codegen: every synthesized kernel generates, with the plan's instructions") {
+TEST_CASE("codegen: every synthesized kernel generates with the plan's instructions") {
   int generated = 0;
   for (synth::Target target : {synth::Target::Sm80, synth::Target::Sm90a}) {
     for (const std::string& file : KernelFiles()) {
@@ -61,7 +61,7 @@ TEST_CASE("codegen: every synthesized kernel generates, with the plan's instruct
   CHECK(generated >= 20);
 }
 
-TEST_CASE("codegen: sm_90a gemm takes one tensor map per operand, 128-byte swizzled boxes") {
+TEST_CASE("codegen: sm_90a gemm takes one tensor map per operand with 128-byte swizzled boxes") {
   auto kernels = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a);
   const Emitted* gemm = nullptr;
   for (const Emitted& e : kernels)
@@ -84,9 +84,16 @@ TEST_CASE("codegen: sm_90a gemm takes one tensor map per operand, 128-byte swizz
   CHECK(Has(d.ptx, ".param .align 64 .b8 gemm_bf16_param_6[128]"));
   CHECK(Has(d.ptx, ".param .align 64 .b8 gemm_bf16_param_7[128]"));
   CHECK(Has(d.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  // The plan's descriptors (explain: A LBO 16 SBO 1024, B LBO 8192 SBO 1024, both 128B) with the
+  // start address or-ed in, and each stage's 16384 + 16384 bytes armed on its mbarrier.
+  layout::GmmaDescriptor a{1, 16, 1024}, b{1, 8192, 1024};
+  CHECK(Has(d.llvm_ir, "i64 " + std::to_string(static_cast<std::int64_t>(a.Encode(0)))));
+  CHECK(Has(d.llvm_ir, "i64 " + std::to_string(static_cast<std::int64_t>(b.Encode(0)))));
+  CHECK(Has(d.llvm_ir, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", \"r,r,~{memory}\"(i32 %"));
+  CHECK(Has(d.llvm_ir, ", i32 32768)"));
 }
 
-TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op, not a crash") {
+TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op and not a crash") {
   SourceManager sources;
   Diagnostics diagnostics;
   FileId id = sources.Add("bad.weft", R"(kernel scale (x: f32[m, 64]) (out y: f32[m, 64])

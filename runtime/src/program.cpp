@@ -1,0 +1,361 @@
+// The part of the C API (weft/runtime.h, "Compiled programs") that `weft build`'s generated host code
+// calls: the values of `def main` and the host built-ins, with the interpreter's meaning and
+// messages, and kernel launches from the descriptors the compiler emits. How it works:
+//
+// 1. A weft_tensor is a HostTensor (dtype, shape and, when `on_host`, its bytes) and a device
+//    buffer (when `on_device`). Copies are lazy: a launch uploads an input that is not on the GPU
+//    yet; `print` and `save` download a kernel's output. `out` tensors start on the GPU, zeroed.
+// 2. Every failure ends the program with weft_fail's one line (exit status 1): generated code has
+//    nothing better to do with an error, and this way it carries no error paths.
+// 3. A kernel's module is loaded at its first launch: the cubin when the build had ptxas and the GPU
+//    takes it, else the PTX (the driver compiles it for the GPU).
+// 4. Tensors live until weft_program_end, which waits for the GPU first, so that a kernel that
+//    failed is reported even when nothing reads its output.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime_internal.h"
+#include "weft/format.h"
+#include "weft/npy.h"
+#include "weft/numerics.h"
+#include "weft/random.h"
+#include "weft/runtime.h"
+#include "weft/tensor.h"
+
+struct weft_tensor {
+  weft::runtime::HostTensor host;  // dtype and shape always; bytes only when on_host
+  bool on_host = false;
+  weft_device_ptr device = 0;
+  bool on_device = false;
+};
+
+namespace {
+
+using weft::Dtype;
+using weft::runtime::HostTensor;
+
+struct Program {
+  std::vector<std::string> args;
+  bool gpu = false;  // weft_init succeeded
+  std::vector<std::unique_ptr<weft_tensor>> tensors;
+  std::vector<weft_module*> modules;
+};
+
+Program& P() {
+  static Program program;
+  return program;
+}
+
+weft_tensor* Keep(std::unique_ptr<weft_tensor> t) {
+  P().tensors.push_back(std::move(t));
+  return P().tensors.back().get();
+}
+
+std::uint64_t Bytes(const weft_tensor& t) {
+  return static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, t.host.Count()));
+}
+
+std::vector<std::int64_t> Shape(std::int32_t rank, const std::int64_t* shape) {
+  std::vector<std::int64_t> dims(shape, shape + rank);
+  for (std::int64_t d : dims) {
+    if (d < 0) weft_failf("the dimension %lld is negative", static_cast<long long>(d));
+  }
+  return dims;
+}
+
+void EnsureGpu() {
+  if (!P().gpu) {
+    weft_check(weft_init());
+    P().gpu = true;
+  }
+}
+
+// The host copy of `t`, downloaded from the GPU if it is only there.
+HostTensor& OnHost(weft_tensor& t) {
+  if (!t.on_host) {
+    t.host.bytes.assign(static_cast<std::size_t>(Bytes(t)), 0);
+    if (t.on_device && !t.host.bytes.empty())
+      weft_check(weft_copy_to_host(t.host.bytes.data(), t.device, t.host.bytes.size()));
+    t.on_host = true;
+  }
+  return t.host;
+}
+
+// The device copy of `t`, uploaded if it is only on the host.
+weft_device_ptr OnDevice(weft_tensor& t) {
+  if (!t.on_device) {
+    EnsureGpu();
+    std::uint64_t bytes = Bytes(t);
+    weft_check(weft_device_alloc(&t.device, bytes));
+    if (bytes > 0) weft_check(weft_copy_to_device(t.device, OnHost(t).bytes.data(), bytes));
+    t.on_device = true;
+  }
+  return t.device;
+}
+
+std::int64_t ScalarInt(const weft_tensor* t) {
+  return weft::runtime::LoadInt64(OnHost(const_cast<weft_tensor&>(*t)), 0);
+}
+
+weft_tma_dtype TmaDtype(Dtype d) {
+  switch (d) {
+    case Dtype::BF16:
+      return WEFT_TMA_BF16;
+    case Dtype::F16:
+      return WEFT_TMA_F16;
+    case Dtype::F32:
+      return WEFT_TMA_F32;
+    case Dtype::F64:
+      return WEFT_TMA_F64;
+    case Dtype::I32:
+      return WEFT_TMA_I32;
+    case Dtype::I64:
+      return WEFT_TMA_I64;
+    case Dtype::U16:
+    case Dtype::I16:
+      return WEFT_TMA_U16;
+    case Dtype::U32:
+      return WEFT_TMA_U32;
+    case Dtype::U64:
+      return WEFT_TMA_U64;
+    default:
+      return WEFT_TMA_U8;
+  }
+}
+
+// `time`'s mark: the clock, and an event recorded on the GPU's stream when the program uses it.
+struct Mark {
+  std::chrono::steady_clock::time_point start;
+  weft_event* event = nullptr;
+};
+
+struct Loaded {
+  weft_module* module = nullptr;
+  weft_kernel* kernel = nullptr;
+};
+
+Loaded& Load(weft_program_kernel& k) {
+  if (k.loaded != nullptr) return *static_cast<Loaded*>(k.loaded);
+  EnsureGpu();
+  auto loaded = std::make_unique<Loaded>();
+  std::string name = std::string(k.name) + ".ptx";
+  bool from_cubin = false;
+  if (k.cubin != nullptr && k.cubin_size > 0) {
+    from_cubin =
+        weft_module_load(&loaded->module, k.cubin, k.cubin_size, (std::string(k.name) + ".cubin").c_str()) == WEFT_OK;
+  }
+  if (!from_cubin) weft_check(weft_module_load(&loaded->module, k.ptx, k.ptx_size + 1, name.c_str()));
+  P().modules.push_back(loaded->module);
+  weft_check(weft_kernel_get(&loaded->kernel, loaded->module, k.entry));
+  k.loaded = loaded.release();
+  return *static_cast<Loaded*>(k.loaded);
+}
+
+}  // namespace
+
+extern "C" {
+
+void weft_program_start(int argc, char** argv, const char* target, int uses_gpu) {
+  Program& p = P();
+  p.args.assign(argv, argv + argc);
+  if (!uses_gpu) return;
+  EnsureGpu();
+  weft_device_info info{};
+  weft_check(weft_device_get_info(&info));
+  std::string t = target != nullptr ? target : "sm_80";
+  bool ok = t == "sm_90a" ? info.sm_major == 9 && info.sm_minor == 0 : info.sm_major >= 8;
+  if (!ok) {
+    weft_failf("this program was built for %s (`weft build --target %s`), which %s; GPU %d (%s) is sm_%d%d%s",
+               t.c_str(), t.c_str(), t == "sm_90a" ? "runs only on Hopper GPUs (sm_90)" : "needs sm_80 or newer",
+               info.index, info.name, info.sm_major, info.sm_minor,
+               t == "sm_90a" && info.sm_major >= 8 ? ": build it with `--target sm_80`" : "");
+  }
+}
+
+int weft_program_end(void) {
+  Program& p = P();
+  std::fflush(stdout);
+  if (p.gpu) {
+    weft_check(weft_synchronize());
+    for (auto& t : p.tensors) weft_device_free(t->device);
+  }
+  p.tensors.clear();
+  return 0;
+}
+
+weft_tensor* weft_program_scalar(weft_dtype dtype, uint64_t bits) {
+  auto t = std::make_unique<weft_tensor>();
+  t->host = HostTensor::Zeros(static_cast<Dtype>(dtype), {});
+  weft::runtime::StoreBits(t->host, 0, bits);
+  t->on_host = true;
+  return Keep(std::move(t));
+}
+
+int64_t weft_program_dim(const weft_tensor* tensor, int32_t axis) {
+  return tensor->host.shape.at(static_cast<std::size_t>(axis));
+}
+
+weft_tensor* weft_program_random(weft_dtype dtype, int32_t rank, const int64_t* shape, const weft_tensor* seed) {
+  auto t = std::make_unique<weft_tensor>();
+  t->host = HostTensor::Zeros(static_cast<Dtype>(dtype), Shape(rank, shape));
+  weft::runtime::FillRandom(t->host, static_cast<std::uint64_t>(ScalarInt(seed)));
+  t->on_host = true;
+  return Keep(std::move(t));
+}
+
+weft_tensor* weft_program_load(const char* path, weft_dtype dtype, int32_t rank, const char* type) {
+  auto read = weft::runtime::ReadNpy(path);
+  if (!read) weft_fail(read.error().message.c_str());
+  auto t = std::make_unique<weft_tensor>();
+  t->host = std::move(*read);
+  t->on_host = true;
+  const HostTensor& h = t->host;
+  std::string why;
+  Dtype expected = static_cast<Dtype>(dtype);
+  if (h.dtype != expected) {
+    why = "its dtype is " + std::string(weft::Spelling(h.dtype)) + ", not " + std::string(weft::Spelling(expected));
+  } else if (h.Rank() != rank) {
+    why = "its rank is " + std::to_string(h.Rank()) + ", not " + std::to_string(rank);
+  }
+  if (!why.empty()) {
+    weft_failf("%s: the program expects `%s` but the file holds %s%s: %s", path, type,
+               std::string(weft::Spelling(h.dtype)).c_str(), weft::runtime::ShapeText(h.shape).c_str(), why.c_str());
+  }
+  return Keep(std::move(t));
+}
+
+void weft_program_load_mismatch(const weft_tensor* tensor, const char* path, const char* type, int32_t axis,
+                                const char* expected_text, int64_t expected) {
+  const HostTensor& h = tensor->host;
+  std::string want = expected_text == nullptr ? std::to_string(expected)
+                                              : "`" + std::string(expected_text) + "` = " + std::to_string(expected);
+  weft_failf("%s: the program expects `%s` but the file holds %s%s: axis %d is %lld, not %s", path, type,
+             std::string(weft::Spelling(h.dtype)).c_str(), weft::runtime::ShapeText(h.shape).c_str(), axis,
+             static_cast<long long>(h.shape.at(static_cast<std::size_t>(axis))), want.c_str());
+}
+
+void weft_program_save(const char* path, weft_tensor* tensor) {
+  auto written = weft::runtime::WriteNpy(path, OnHost(*tensor));
+  if (!written) weft_fail(written.error().message.c_str());
+}
+
+const char* weft_program_arg(const weft_tensor* index) {
+  const Program& p = P();
+  std::int64_t i = ScalarInt(index);
+  if (i < 0 || static_cast<std::size_t>(i) >= p.args.size()) {
+    std::size_t given = p.args.empty() ? 0 : p.args.size() - 1;
+    weft_failf("`arg %lld`: the program was given %zu %s after its name", static_cast<long long>(i), given,
+               given == 1 ? "argument" : "arguments");
+  }
+  return p.args[static_cast<std::size_t>(i)].c_str();
+}
+
+void weft_program_write_tensor(weft_tensor* tensor) {
+  std::string text = weft::runtime::FormatTensor(OnHost(*tensor));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+void weft_program_write_text(const char* text) {
+  std::fputs(text, stdout);
+  if (std::strchr(text, '\n') != nullptr) std::fflush(stdout);
+}
+
+weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape) {
+  auto t = std::make_unique<weft_tensor>();
+  t->host.dtype = static_cast<Dtype>(dtype);
+  t->host.shape = Shape(rank, shape);
+  EnsureGpu();
+  std::uint64_t bytes = Bytes(*t);
+  weft_check(weft_device_alloc(&t->device, bytes));
+  if (bytes > 0) weft_check(weft_device_memset(t->device, 0, bytes));
+  t->on_device = true;
+  return Keep(std::move(t));
+}
+
+void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
+                         const int64_t* sizes, weft_tensor* const* scalars) {
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0) return;  // no blocks: the outputs stay zero
+    if (grid[i] < 0 || grid[i] > 0x7fffffff) {
+      weft_failf("`%s`: the grid's extent %d is %lld, outside 1 to 2147483647", kernel->name, i,
+                 static_cast<long long>(grid[i]));
+    }
+  }
+  Loaded& loaded = Load(*kernel);
+  // The entry's parameters (device.h): tensors, sizes, scalars, tensor maps.
+  const std::size_t tensor_count = static_cast<std::size_t>(kernel->tensor_count);
+  const std::size_t scalar_count = static_cast<std::size_t>(kernel->scalar_count);
+  std::vector<weft_device_ptr> pointers;
+  std::vector<void*> args;
+  pointers.reserve(tensor_count);
+  for (std::size_t i = 0; i < tensor_count; ++i) pointers.push_back(OnDevice(*tensors[i]));
+  std::vector<std::int64_t> size_values;
+  size_values.reserve(static_cast<std::size_t>(kernel->size_count));
+  for (std::int32_t i = 0; i < kernel->size_count; ++i) size_values.push_back(sizes[kernel->size_order[i]]);
+  // A scalar parameter has its dtype's width (bool: an i32 0 or 1): its bits in the low bytes.
+  std::vector<std::uint64_t> scalar_bits;
+  scalar_bits.reserve(scalar_count);
+  for (std::size_t i = 0; i < scalar_count; ++i) scalar_bits.push_back(weft::runtime::LoadBits(OnHost(*scalars[i]), 0));
+  std::vector<weft_tensor_map> maps(static_cast<std::size_t>(kernel->map_count));
+  for (std::int32_t i = 0; i < kernel->map_count; ++i) {
+    const weft_program_tensor_map& m = kernel->maps[i];
+    const weft_tensor& t = *tensors[m.tensor];
+    const std::vector<std::int64_t>& shape = t.host.shape;
+    std::uint64_t cols = shape.empty() ? 1 : static_cast<std::uint64_t>(shape.back());
+    std::uint64_t rows = 1;
+    for (std::size_t a = 0; a + 1 < shape.size(); ++a) rows *= static_cast<std::uint64_t>(shape[a]);
+    const std::uint64_t dims[2] = {cols, rows};
+    const std::uint64_t strides[1] = {cols * static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, 1))};
+    const std::uint32_t box[2] = {m.box_cols, m.box_rows};
+    if (weft_tensor_map_encode_tiled(&maps[static_cast<std::size_t>(i)], TmaDtype(t.host.dtype), 2,
+                                     pointers[static_cast<std::size_t>(m.tensor)], dims, strides, box, nullptr,
+                                     WEFT_TMA_INTERLEAVE_NONE, static_cast<weft_tma_swizzle>(m.swizzle),
+                                     WEFT_TMA_L2_256B, WEFT_TMA_OOB_ZERO) != WEFT_OK) {
+      weft_failf("`%s`: cannot make the TMA tensor map of %s%s: %s", kernel->name,
+                 std::string(weft::Spelling(t.host.dtype)).c_str(), weft::runtime::ShapeText(shape).c_str(),
+                 weft_last_error());
+    }
+  }
+  for (weft_device_ptr& p : pointers) args.push_back(&p);
+  for (std::int64_t& s : size_values) args.push_back(&s);
+  for (std::uint64_t& s : scalar_bits) args.push_back(&s);
+  for (weft_tensor_map& m : maps) args.push_back(&m);
+  weft_launch_config config = {
+      {static_cast<std::uint32_t>(grid[0]), static_cast<std::uint32_t>(grid[1]), static_cast<std::uint32_t>(grid[2])},
+      {kernel->threads, 1, 1},
+      kernel->shared_bytes};
+  weft_check(weft_launch(loaded.kernel, &config, args.data()));
+}
+
+void* weft_program_time_start(void) {
+  auto* mark = new Mark{std::chrono::steady_clock::now(), nullptr};
+  if (P().gpu) {
+    weft_check(weft_event_create(&mark->event));
+    weft_check(weft_event_record(mark->event));
+  }
+  return mark;
+}
+
+weft_tensor* weft_program_time_stop(void* mark_pointer) {
+  std::unique_ptr<Mark> mark(static_cast<Mark*>(mark_pointer));
+  double ms = 0;
+  if (mark->event != nullptr) {
+    weft_event* end = nullptr;
+    weft_check(weft_event_create(&end));
+    weft_check(weft_event_record(end));
+    float elapsed = 0;
+    weft_check(weft_event_elapsed_ms(mark->event, end, &elapsed));
+    ms = elapsed;
+    weft_event_destroy(end);
+    weft_event_destroy(mark->event);
+  } else {
+    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - mark->start).count();
+  }
+  return weft_program_scalar(WEFT_DTYPE_F64, weft::runtime::EncodeFloat(Dtype::F64, ms));
+}
+
+}  // extern "C"
