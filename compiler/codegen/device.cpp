@@ -117,6 +117,9 @@ class Emitter {
   [[noreturn]] void Fail(std::string message) { throw Unsupported{span_, std::move(message)}; }
   const TvLayout& Tv(ValueId v);
   const FlatTv& Flat(const TvLayout& tv);
+  // The atom named `name`, kept for the whole kernel: Flat caches by address, so an atom's layouts
+  // must not live in a local copy whose address a later call reuses.
+  const layout::Atom& AtomNamed(const std::string& name);
   RowCol Extent(ValueId v);
   // The value index of `v` that holds, in every thread t, the element elem(t); E0750 if none or if
   // it differs between threads.
@@ -209,6 +212,7 @@ class Emitter {
   std::vector<Slot> slots_;
   std::map<core::SizeVarId, llvm::Value*> sizes_;
   std::unordered_map<const TvLayout*, FlatTv> flat_;
+  std::map<std::string, layout::Atom> atoms_;
   std::vector<llvm::Value*> iterations_;  // enclosing loops' counters (i64), innermost last
   Span span_;
 
@@ -283,6 +287,14 @@ const FlatTv& Emitter::Flat(const TvLayout& tv) {
     for (std::int64_t v = f.values - 1; v >= 0; --v)  // the lowest value index wins
       f.held[static_cast<std::size_t>(t)][f.index[static_cast<std::size_t>(t + f.threads * v)]] = static_cast<int>(v);
   return flat_.emplace(&tv, std::move(f)).first->second;
+}
+
+const layout::Atom& Emitter::AtomNamed(const std::string& name) {
+  auto it = atoms_.find(name);
+  if (it != atoms_.end()) return it->second;
+  auto atom = layout::FindAtom(name);
+  if (!atom) Fail(atom.error());
+  return atoms_.emplace(name, *atom).first->second;
 }
 
 RowCol Emitter::Extent(ValueId v) {
@@ -794,8 +806,7 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   ValueId result = op.results.at(0);
   if (StartsWith(choice.instruction, "wgmma")) return EmitWgmma(id, op, m);
   if (!StartsWith(choice.instruction, "mma.m16n8k16")) Fail("`" + choice.instruction + "`");
-  auto atom = layout::FindAtom(choice.instruction);
-  if (!atom) Fail(atom.error());
+  const layout::Atom* atom = &AtomNamed(choice.instruction);
   const TvLayout& ta = atom->Operand("A")->tv;
   const TvLayout& tb = atom->Operand("B")->tv;
   const TvLayout& tc = atom->Operand("C")->tv;
@@ -1048,8 +1059,7 @@ llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<st
 void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
-  auto atom = layout::FindAtom(choice.instruction);
-  if (!atom) Fail(atom.error());
+  const layout::Atom* atom = &AtomNamed(choice.instruction);
   int n = atom->n;
   bool bf16 = Val(m.b).dtype == Dtype::BF16;
   if (!bf16 && Val(m.b).dtype != Dtype::F16) Fail("wgmma of `" + std::string(Spelling(Val(m.b).dtype)) + "`");
