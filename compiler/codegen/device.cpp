@@ -164,6 +164,15 @@ class Emitter {
   std::vector<OpId> CopySlice(const tile::op::Loop& loop, int& stages);
   void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   void EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
+  // ldmatrix instructions [first, last) of the `regs` op `id` (dst = regs src) into `regs`.
+  void EmitLdmatrix(OpId id, ValueId dst, ValueId src, std::int64_t first, std::int64_t last,
+                    std::vector<llvm::Value*>& regs);
+  // Streamed mma operands (plan.h): the `regs` op and its source, loaded at the mma slice by slice.
+  struct Streamed {
+    OpId op;
+    ValueId src;
+  };
+  std::map<std::uint32_t, Streamed> streamed_;
   void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
 
   // --- sm_90a: TMA, mbarriers, wgmma ---
@@ -676,12 +685,27 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
   }
   if (StartsWith(choice.instruction, "ld.shared")) return EmitLdShared(id, op, r);
   if (!StartsWith(choice.instruction, "ldmatrix")) Fail("`" + choice.instruction + "` loads into registers");
-  llvm::Value* base = slots_.at(r.src.index).shared;
-  if (!base) Fail("`regs` of " + Name(r.src) + ", which is not in shared memory");
-  ValueId smem = r.src;
-  bool swapped = false;
-  if (auto parent = slots_.at(r.src.index).shared_view_of) smem = *parent, swapped = true;
   if (!choice.copy) Fail("an ldmatrix without a copy layout");
+  if (plan_.values.at(dst.index).streamed) {
+    streamed_[dst.index] = Streamed{id, r.src};  // loaded slice by slice at the mma that reads it
+    return;
+  }
+  std::vector<llvm::Value*> regs(static_cast<std::size_t>(Flat(Tv(dst)).values), nullptr);
+  EmitLdmatrix(id, dst, r.src, 0, Flat(*choice.copy).values, regs);
+  std::string what = "`" + choice.instruction + "`";
+  for (std::size_t i = 0; i < regs.size(); ++i)
+    if (!regs[i]) Fail(what + " never delivers value " + std::to_string(i) + " of " + Name(dst));
+  slots_[dst.index].regs = std::move(regs);
+}
+
+void Emitter::EmitLdmatrix(OpId id, ValueId dst, ValueId src, std::int64_t first, std::int64_t last,
+                           std::vector<llvm::Value*>& regs) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  llvm::Value* base = slots_.at(src.index).shared;
+  if (!base) Fail("`regs` of " + Name(src) + ", which is not in shared memory");
+  ValueId smem = src;
+  bool swapped = false;
+  if (auto parent = slots_.at(src.index).shared_view_of) smem = *parent, swapped = true;
   const TvLayout& copy = *choice.copy;
   const FlatTv& fc = Flat(copy);
   int count = choice.instruction.find(".x4") != std::string::npos   ? 4
@@ -697,10 +721,9 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
   llvm::Intrinsic::ID iid = ids[trans ? 1 : 0][count == 4 ? 2 : count == 2 ? 1 : 0];
   int rank = static_cast<int>(Val(smem).shape.size());
   const FlatTv& ftv = Flat(Tv(dst));
-  std::vector<llvm::Value*> regs(static_cast<std::size_t>(ftv.values), nullptr);
   llvm::Type* elem = ElemType(Val(dst).dtype);
   std::string what = "`" + choice.instruction + "`";
-  for (std::int64_t v = 0; v < fc.values; ++v) {
+  for (std::int64_t v = first; v < last; ++v) {
     auto [row, col] = TvElement(copy, v);
     llvm::Value* addr =
         b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(2))));
@@ -729,9 +752,6 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
       }
     }
   }
-  for (std::size_t i = 0; i < regs.size(); ++i)
-    if (!regs[i]) Fail(what + " never delivers value " + std::to_string(i) + " of " + Name(dst));
-  slots_[dst.index].regs = std::move(regs);
 }
 
 // `regs` by vector loads (`ld.shared.v4.b32` and narrower), as the simulator does them: each
@@ -823,10 +843,29 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   };
   bool bf16 = Val(m.a).dtype == Dtype::BF16;
   if (!bf16 && Val(m.a).dtype != Dtype::F16) Fail("mma.sync of `" + std::string(Spelling(Val(m.a).dtype)) + "`");
-  const std::vector<llvm::Value*>& ra = slots_.at(m.a.index).regs;
-  const std::vector<llvm::Value*>& rb = slots_.at(m.b.index).regs;
+  // A streamed operand (plan.h) is loaded here, slice s (k in [16 s, 16 s + 16)) right before the
+  // k-steps that read it; the others are in registers already.
+  auto operand = [&](ValueId v) {
+    auto it = streamed_.find(v.index);
+    if (it == streamed_.end()) return slots_.at(v.index).regs;
+    return std::vector<llvm::Value*>(static_cast<std::size_t>(Flat(Tv(v)).values), nullptr);
+  };
+  std::vector<llvm::Value*> ra = operand(m.a), rb = operand(m.b);
   if (ra.empty() || rb.empty()) Fail("an mma operand that is not in registers");
+  auto load_slice = [&](ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s) {
+    auto it = streamed_.find(v.index);
+    if (it == streamed_.end()) return;
+    std::int64_t instructions = Flat(*plan_.ops.at(it->second.op.index).copy).values, slices = K / 16;
+    if (instructions % slices) Fail("a streamed operand " + Name(v) + " whose loads are not whole k16 slices");
+    std::int64_t per = instructions / slices;
+    EmitLdmatrix(it->second.op, v, it->second.src, s * per, (s + 1) * per, regs);
+  };
   std::string what = "`" + choice.instruction + "`";
+  auto reg = [&](const std::vector<llvm::Value*>& regs, ValueId v, int idx) {
+    llvm::Value* x = regs[static_cast<std::size_t>(idx)];
+    if (!x) Fail(what + " reads value " + std::to_string(idx) + " of " + Name(v) + ", which its slice does not load");
+    return x;
+  };
   auto pack = [&](llvm::Value* lo, llvm::Value* hi) {
     llvm::Value* l = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
     llvm::Value* h = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
@@ -834,60 +873,67 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     if (bf16) return p;
     return b_.CreateBitCast(p, llvm::FixedVectorType::get(b_.getHalfTy(), 2));
   };
-  for (std::int64_t am = 0; am < wm / 16; ++am)
-    for (std::int64_t an = 0; an < wn / 8; ++an) {
-      int c_index[4];
-      llvm::Value* c[4];
-      for (int i = 0; i < 4; ++i) {
-        c_index[i] = UniformValue(
-            result,
-            [&, i](std::int64_t t) {
-              RowCol o = origin(t), e = fc.At(t % 32, i);
-              return RowCol{o.row + 16 * am + e.row, o.col + 8 * an + e.col};
-            },
-            what);
-        c[i] = acc[static_cast<std::size_t>(c_index[i])];
-      }
-      for (std::int64_t k0 = 0; k0 < K; k0 += 16) {
-        llvm::Value* a[8];
-        llvm::Value* bv[4];
-        for (int i = 0; i < 8; ++i) {
-          int idx = UniformValue(
-              m.a,
-              [&, i](std::int64_t t) {
-                RowCol o = origin(t), e = fa.At(t % 32, i);
-                return RowCol{o.row + 16 * am + e.row, k0 + e.col};
-              },
-              what);
-          a[i] = ra[static_cast<std::size_t>(idx)];
-        }
-        for (int i = 0; i < 4; ++i) {
-          int idx = UniformValue(
-              m.b,
-              [&, i](std::int64_t t) {
-                RowCol o = origin(t), e = fb.At(t % 32, i);
-                return RowCol{k0 + e.row, o.col + 8 * an + e.col};
-              },
-              what);
-          bv[i] = rb[static_cast<std::size_t>(idx)];
-        }
-        std::vector<llvm::Value*> args = {pack(a[0], a[1]),
-                                          pack(a[2], a[3]),
-                                          pack(a[4], a[5]),
-                                          pack(a[6], a[7]),
-                                          pack(bv[0], bv[1]),
-                                          pack(bv[2], bv[3]),
-                                          c[0],
-                                          c[1],
-                                          c[2],
-                                          c[3]};
-        llvm::Value* d = Intrinsic(
-            bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32,
-            args);
-        for (int i = 0; i < 4; ++i) c[i] = b_.CreateExtractValue(d, {static_cast<unsigned>(i)});
-      }
-      for (int i = 0; i < 4; ++i) acc[static_cast<std::size_t>(c_index[i])] = c[i];
+  // One m16n8k16 of atom (am, an) at depth k0, accumulating into acc.
+  auto step = [&](std::int64_t am, std::int64_t an, std::int64_t k0) {
+    int c_index[4];
+    for (int i = 0; i < 4; ++i)
+      c_index[i] = UniformValue(
+          result,
+          [&, i](std::int64_t t) {
+            RowCol o = origin(t), e = fc.At(t % 32, i);
+            return RowCol{o.row + 16 * am + e.row, o.col + 8 * an + e.col};
+          },
+          what);
+    llvm::Value* a[8];
+    llvm::Value* bv[4];
+    for (int i = 0; i < 8; ++i) {
+      int idx = UniformValue(
+          m.a,
+          [&, i](std::int64_t t) {
+            RowCol o = origin(t), e = fa.At(t % 32, i);
+            return RowCol{o.row + 16 * am + e.row, k0 + e.col};
+          },
+          what);
+      a[i] = reg(ra, m.a, idx);
     }
+    for (int i = 0; i < 4; ++i) {
+      int idx = UniformValue(
+          m.b,
+          [&, i](std::int64_t t) {
+            RowCol o = origin(t), e = fb.At(t % 32, i);
+            return RowCol{k0 + e.row, o.col + 8 * an + e.col};
+          },
+          what);
+      bv[i] = reg(rb, m.b, idx);
+    }
+    std::vector<llvm::Value*> args = {pack(a[0], a[1]),
+                                      pack(a[2], a[3]),
+                                      pack(a[4], a[5]),
+                                      pack(a[6], a[7]),
+                                      pack(bv[0], bv[1]),
+                                      pack(bv[2], bv[3]),
+                                      acc[static_cast<std::size_t>(c_index[0])],
+                                      acc[static_cast<std::size_t>(c_index[1])],
+                                      acc[static_cast<std::size_t>(c_index[2])],
+                                      acc[static_cast<std::size_t>(c_index[3])]};
+    llvm::Value* d = Intrinsic(
+        bf16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16 : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32,
+        args);
+    for (int i = 0; i < 4; ++i)
+      acc[static_cast<std::size_t>(c_index[i])] = b_.CreateExtractValue(d, {static_cast<unsigned>(i)});
+  };
+  if (streamed_.count(m.a.index) || streamed_.count(m.b.index)) {
+    for (std::int64_t k0 = 0; k0 < K; k0 += 16) {  // slice by slice: its loads, then its products
+      load_slice(m.a, ra, k0 / 16);
+      load_slice(m.b, rb, k0 / 16);
+      for (std::int64_t am = 0; am < wm / 16; ++am)
+        for (std::int64_t an = 0; an < wn / 8; ++an) step(am, an, k0);
+    }
+  } else {
+    for (std::int64_t am = 0; am < wm / 16; ++am)
+      for (std::int64_t an = 0; an < wn / 8; ++an)
+        for (std::int64_t k0 = 0; k0 < K; k0 += 16) step(am, an, k0);
+  }
   slots_[result.index].regs = std::move(acc);
 }
 

@@ -124,6 +124,11 @@ class Executor {
   void ExecView(const tile::Op& op, const tile::op::View& v);
   void ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s);
   void ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
+  // The plan's load of `regs` result `dst` from shared memory: whole (slices 1), or, for a streamed
+  // mma operand, slice by slice (plan.h): slice s's instructions must deliver exactly the values
+  // whose k (columns of A, rows of B: `k_is_col`) lies in [16 s, 16 s + 16).
+  void LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::int64_t slices, bool k_is_col);
+  void LoadStreamed(ValueId operand, bool is_a, std::int64_t k);
   void ExecMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
   void ExecMmaSync(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result);
   void ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result);
@@ -626,6 +631,31 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
+  if (plan_.values.at(dst.index).streamed) {  // loaded at each mma that reads it (LoadStreamed)
+    if (!slots_.at(r.src.index).shared_base)
+      throw Fault("`regs` of `" + Name(r.src) + "`, which is not in shared memory");
+    return;
+  }
+  LoadRegs(id, dst, r, 1, true);
+}
+
+void Executor::LoadStreamed(ValueId operand, bool is_a, std::int64_t k) {
+  if (!plan_.values.at(operand.index).streamed) return;
+  const tile::Value& v = Val(operand);
+  const auto* load = v.def.valid() ? std::get_if<tile::op::ToRegs>(&kernel_.Get(v.def).node) : nullptr;
+  if (!load) throw Fault("the plan streams `" + Name(operand) + "`, which no `regs` of shared memory makes");
+  // Poison first: only what this mma's slices deliver may reach the atoms.
+  const FlatTv& f = Flat(Tv(operand));
+  for (int t = 0; t < f.threads; ++t)
+    for (int i = 0; i < f.values; ++i) SetElem(operand, t, i, kRegPoison);
+  Span outer = span_;
+  span_ = kernel_.Get(v.def).span;
+  LoadRegs(v.def, operand, *load, k / 16, is_a);
+  span_ = outer;
+}
+
+void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::int64_t slices, bool k_is_col) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
   auto base_opt = slots_.at(r.src.index).shared_base;
   if (!base_opt) throw Fault("`regs` of `" + Name(r.src) + "`, which is not in shared memory");
   // Through a transposed view (`regs (transpose s)`), the plan's copy is in s's coordinates: read s
@@ -645,8 +675,17 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
   std::vector<std::vector<char>> written(static_cast<std::size_t>(Flat(tv).threads),
                                          std::vector<char>(static_cast<std::size_t>(Flat(tv).values), 0));
   const FlatTv& ftv = Flat(tv);
+  std::int64_t slice = 0, per_slice = 0;  // the slice being loaded, instructions per slice
+  if (slices < 1 || Flat(copy).values % slices != 0)
+    throw Fault("the plan streams `" + Name(dst) + "` in " + std::to_string(slices) + " k16 slices, but its load has " +
+                std::to_string(Flat(copy).values) + " instructions a thread");
+  per_slice = Flat(copy).values / slices;
   auto deliver = [&](int thread, RowCol elem, std::uint64_t bits, std::string_view what) {
     if (swapped) elem = RowCol{elem.col, elem.row};
+    if (slices > 1 && (k_is_col ? elem.col : elem.row) / 16 != slice)
+      throw Fault(std::string(what) + " of k16 slice " + std::to_string(slice) + " of streamed `" + Name(dst) +
+                  "` delivers element " + Describe(elem) + " to thread " + std::to_string(thread) +
+                  ", which is in slice " + std::to_string((k_is_col ? elem.col : elem.row) / 16));
     int v = HeldValue(dst, thread, elem, what);
     SetElem(dst, thread, v, bits);
     // every value of the thread that holds this element (a broadcast may hold it twice)
@@ -663,8 +702,9 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
                                                                       : 1;
     bool trans = choice.instruction.find(".trans") != std::string::npos;
     std::string what = "`" + choice.instruction + "`";
-    for (int w = 0; w < Flat(copy).threads / 32; ++w) {
-      for (int v = 0; v < Flat(copy).values; ++v) {
+    for (int v = 0; v < Flat(copy).values; ++v) {  // in slice order: instructions of slice v / per_slice
+      slice = v / per_slice;
+      for (int w = 0; w < Flat(copy).threads / 32; ++w) {
         std::array<std::uint32_t, 32> rows{};
         std::array<RowCol, 32> starts{};
         for (int l = 0; l < 8 * count; ++l) {
@@ -691,8 +731,9 @@ void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r
     if (vb <= 0 || vb % e != 0)
       throw Fault("the plan's load of `" + Name(dst) + "` has vectors of " + std::to_string(vb) + " bytes");
     std::string what = "`" + choice.instruction + "`";
-    for (int t = 0; t < Flat(copy).threads; ++t)
-      for (int v = 0; v < Flat(copy).values; ++v) {
+    for (int v = 0; v < Flat(copy).values; ++v)
+      for (int t = 0; t < Flat(copy).threads; ++t) {
+        slice = v / per_slice;
         RowCol first = Flat(copy).At(t, v);
         machine_->LdShared(t, scratch_reg_, base + static_cast<std::uint32_t>(SmemOffset(smem, first) * e), vb);
         for (int i = 0; i < vb / e; ++i) {
@@ -993,6 +1034,9 @@ void Executor::ExecMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
   CopyRegs(result, m.acc, "`mma`");  // D starts as C; the atoms then accumulate into it
+  std::int64_t k = Extent(m.a).col;
+  LoadStreamed(m.a, true, k);  // streamed operands: their slices, loaded here
+  LoadStreamed(m.b, false, k);
   if (StartsWith(choice.instruction, "wgmma"))
     ExecWgmma(choice, m, result);
   else if (StartsWith(choice.instruction, "mma"))

@@ -104,6 +104,16 @@ class Printer {
           node);
     }
   }
+  // The k16 slices of a streamed mma operand: K / 16 of the mma that reads it.
+  std::int64_t Slices(ValueId v) const {
+    for (OpId id : order_)
+      if (const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(id).node); m && (m->a == v || m->b == v)) {
+        const tile::Value& a = kernel_.Get(m->a);
+        auto k = a.shape.empty() ? std::nullopt : a.shape.back().AsConstant();
+        if (k && *k >= 16) return *k / 16;
+      }
+    return 1;
+  }
   std::string Name(ValueId id) const {
     const tile::Value& v = kernel_.Get(id);
     return v.name.empty() ? "%" + std::to_string(id.index) : v.name;
@@ -214,7 +224,14 @@ std::string Printer::Print() {
               << " from shared memory through a descriptor\n";
         } else if (vc.regs) {
           out << "    layout: " << layout::ToString(vc.regs->layout) << (vc.pinned ? ", pinned" : "") << "\n";
-          out << "    registers: " << vc.registers << " per thread\n";
+          out << "    registers: " << vc.registers << " per thread";
+          if (vc.streamed) {
+            std::int64_t slices = Slices(r);
+            out << " whole; streamed: one k16 slice of " << slices << " (" << (vc.registers + slices - 1) / slices
+                << " registers) at a time, loaded before the mma steps "
+                << "that read it";
+          }
+          out << "\n";
         }
       }
       // What makes it, and what moves it on.

@@ -34,6 +34,29 @@
 //     the `regs` result. wgmma reading B through a view has `b_mn_major` false and `desc_b` the
 //     parent's K-major descriptor; reading A through one, `a_mn_major` true and an MN-major
 //     `desc_a` of the view's layout.
+//   - Streamed mma operands (ValueChoice::streamed, sm_80): a `regs r` of a shared tile (or of a
+//     transposed view) whose every use is the A or B operand of an mma.sync is loaded where it is
+//     used, one k16 slice at a time, not where the `regs` stands. With K the mma's depth and
+//     S = K / 16, slice s is the k range [16 s, 16 s + 16): columns of A, rows of B. Synthesis
+//     streams r only when (a) each thread's Reg values are slice-major: with V = regs->values(),
+//     value v of every thread lies in slice v / (V / S), so slice s is values [s V / S, (s + 1) V / S)
+//     (TileMma's order: k repeats outermost); and (b) the ToRegs op's copy splits into whole slices:
+//     with I = copy->values() instructions per thread (I % S == 0), instruction i (ldmatrix i fills
+//     values [2 count i, 2 count (i + 1)), a vector of n elements values [n i, n (i + 1))) belongs
+//     to slice i / (I / S), so slice s is instructions [s I / S, (s + 1) I / S) with the op's copy
+//     addresses, instruction name and vector bytes unchanged. Codegen: the ToRegs op emits nothing
+//     where it stands; each mma reading r issues, before its k-steps of slice s (every m16n8k16 with
+//     k0 = 16 s, over all of the warp's m and n atoms), slice s's instructions into registers that
+//     slice s + 1 may reuse (or double-buffer: load s + 1 before the mma of s). The shared tile is
+//     read at the mma, so it is read once per execution of the mma: attention's Q, loaded by a
+//     `regs` before the pipeline, is re-read from shared memory every iteration, as FlashAttention-2
+//     does (shared tiles are never reused for another tile, so Q's bytes stay there). Loading the
+//     whole tile at the ToRegs op instead (the contract before this change) computes the same
+//     values with more registers. The simulator loads streamed operands slice by slice at the mma
+//     and checks that slice s's instructions deliver exactly slice s's values.
+//   - Plan::registers_per_thread: registers live at the busiest op (a liveness estimate: tiles from
+//     definition to last use, a value read inside a loop live through the loop, elementwise ops and
+//     accumulators in place), streamed operands one slice at their mma, plus 16.
 //   - An mma operand's TV layout may equal the tiled atom's only up to the order of each thread's
 //     values (attention's P, in the accumulator layout of the first mma, as the A operand of the
 //     second): codegen finds each fragment register's value by its (row, col).
@@ -67,6 +90,10 @@ struct ValueChoice {
   bool pinned = false;  // the program wrote this layout
   // A `regs s` that a wgmma reads from shared memory: no Reg layout; the Shared tile s.
   std::optional<std::uint32_t> mma_operand;
+  // sm_80: a `regs` operand of mma.sync loaded one k16 slice at a time right before the mma steps
+  // that read it, never held whole (the header's "Streamed mma operands"); `registers` is still the
+  // whole tile's, and the estimate counts registers / (K / 16) of it, at the mma only.
+  bool streamed = false;
 };
 
 // One shared-memory access pattern of an op, costed exactly: CountBankConflicts of every

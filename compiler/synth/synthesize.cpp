@@ -198,6 +198,13 @@ class Synthesizer {
   std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
   bool ChooseShared(Attempt& attempt, ValueId s);
   void Finish(Attempt& attempt, Plan& plan);
+  void Stream(Attempt& attempt);
+  struct Peak {
+    std::int64_t registers = 0;
+    OpId op;                    // where the most registers are live
+    std::vector<ValueId> live;  // the Reg tiles live there
+  };
+  Peak EstimateRegisters(const Attempt& attempt) const;
 
   const tile::Kernel& kernel_;
   Target target_;
@@ -1022,80 +1029,186 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
     if (d.ok()) oc.desc_b = *d;
   }
 
-  // Registers: the most any op needs while it runs: its Reg results and operands, with an mma's A and
-  // B counted as two k16 steps of fragments (loaded step by step) and its accumulator once; inside a
-  // loop, also the carried tiles and the tiles defined before the loop that its body reads; plus 16
-  // for addresses and indices. An estimate: codegen's allocation decides.
-  auto regs_of = [&](ValueId v) -> std::int64_t {
-    return V(v).space == tile::Space::Reg ? at.values[v.index].registers : 0;
-  };
-  std::vector<std::int64_t> live_in(kernel_.ops.size(), 0);  // per loop
-  std::vector<std::vector<bool>> live_values(kernel_.ops.size());
-  for (OpId id : order_) {
-    const auto* l = std::get_if<tile::op::Loop>(&kernel_.Get(id).node);
-    if (!l) continue;
-    std::vector<bool> seen(kernel_.values.size(), false);
-    std::vector<bool> inside(kernel_.ops.size(), false);
-    std::function<void(const std::vector<OpId>&)> mark = [&](const std::vector<OpId>& body) {
-      for (OpId o : body) {
-        inside[o.index] = true;
-        if (const auto* nested = std::get_if<tile::op::Loop>(&kernel_.Get(o).node)) mark(nested->body);
-      }
-    };
-    mark(l->body);
-    std::int64_t base = 0;
-    for (ValueId c : l->carried) base += regs_of(c), seen[c.index] = true;
-    for (OpId o : order_) {
-      if (!inside[o.index]) continue;
-      for (ValueId v : Operands(kernel_.Get(o).node)) {
-        const tile::Value& val = V(v);
-        if (seen[v.index] || (val.def.valid() && inside[val.def.index])) continue;
-        bool carried = std::find(l->carried.begin(), l->carried.end(), v) != l->carried.end();
-        if (carried) continue;
-        seen[v.index] = true;
-        base += regs_of(v);
-      }
-    }
-    live_in[id.index] = base;
-    live_values[id.index] = seen;
-  }
-  std::int64_t most = 0;
-  for (OpId id : order_) {
-    const tile::Op& op = kernel_.Get(id);
-    if (std::holds_alternative<tile::op::Loop>(op.node)) continue;
-    std::int64_t need = 0;
-    for (OpId l = enclosing_[id.index]; l.valid(); l = enclosing_[l.index]) need += live_in[l.index];
-    std::vector<ValueId> counted;
-    auto add = [&](ValueId v) {
-      if (std::find(counted.begin(), counted.end(), v) != counted.end()) return;
-      for (OpId l = enclosing_[id.index]; l.valid(); l = enclosing_[l.index])
-        if (live_values[l.index][v.index]) return;
-      counted.push_back(v);
-      need += regs_of(v);
-    };
-    if (const auto* m = std::get_if<tile::op::Mma>(&op.node)) {
-      std::int64_t steps = std::max<std::int64_t>(1, ExtentOf(V(m->a)).cols / 16);
-      for (ValueId v : {m->a, m->b}) need += 2 * regs_of(v) / steps;
-      add(m->acc);
-    } else {
-      for (ValueId v : Operands(op.node)) add(v);
-      for (ValueId r : op.results) add(r);
-    }
-    most = std::max(most, need);
-  }
-  plan.registers_per_thread = static_cast<int>(most + 16);
+  Stream(at);
+  Peak peak = EstimateRegisters(at);
+  plan.registers_per_thread = static_cast<int>(peak.registers + 16);
   if (plan.registers_per_thread > RegisterBudget(target_)) {
     Error(DiagnosticKind::SynthRegisterBudget, kernel_.span, plan.registers_per_thread, Spelling(target_),
           RegisterBudget(target_));
+    auto regs_of = [&](ValueId v) { return at.values[v.index].registers; };
     ValueId largest;
-    for (OpId id : order_)
-      for (ValueId r : kernel_.Get(id).results)
-        if (V(r).space == tile::Space::Reg && (!largest.valid() || regs_of(r) > regs_of(largest))) largest = r;
-    if (largest.valid())
+    for (ValueId r : peak.live)
+      if (!largest.valid() || regs_of(r) > regs_of(largest)) largest = r;
+    if (peak.op.valid())
+      errors_.back().notes.push_back(
+          {kernel_.Get(peak.op).span, "the most are live here: " + std::to_string(peak.registers) + " registers for " +
+                                          std::to_string(peak.live.size()) + " tiles"});
+    if (largest.valid() && V(largest).def.valid())
       errors_.back().notes.push_back(
           {kernel_.Get(V(largest).def).span, "the largest register tile, `" + ShapeText(V(largest)) + "`, takes " +
                                                  std::to_string(regs_of(largest)) + " registers a thread here"});
   }
+}
+
+// plan.h's streamed operands (sm_80): a `regs` of a shared tile (or of a transposed view) read only
+// as mma.sync's A or B, whose values are k16-slice-major in every thread and whose copy instructions
+// split into whole slices, is loaded one slice at a time right before the mma steps that use it.
+void Synthesizer::Stream(Attempt& at) {
+  if (target_ != Target::Sm80) return;
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    const auto* load = std::get_if<tile::op::ToRegs>(&op.node);
+    if (!load) continue;
+    ValueId r = op.results[0];
+    ValueChoice& vc = at.values[r.index];
+    const OpChoice& oc = at.ops[id.index];
+    if (!vc.regs || !oc.copy || uses_[r.index].empty()) continue;
+    const tile::Value& src = V(load->src);
+    if (src.space != tile::Space::Shared) continue;
+    bool ok = true;
+    for (OpId use : uses_[r.index]) {
+      const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node);
+      if (!m || m->acc == r || (m->a == r) == (m->b == r)) {
+        ok = false;
+        break;
+      }
+      // k is the columns of A, the rows of B; slice s is k in [16 s, 16 s + 16).
+      bool is_a = m->a == r;
+      const layout::TvLayout& tv = *vc.regs;
+      std::int64_t k = is_a ? tv.cols : tv.rows, slices = k / 16, values = tv.values();
+      std::int64_t copies = oc.copy->values();
+      if (k % 16 != 0 || values % slices != 0 || copies % slices != 0) {
+        ok = false;
+        break;
+      }
+      for (std::int64_t t = 0; t < tv.threads() && ok; ++t)
+        for (std::int64_t v = 0; v < values && ok; ++v) {
+          layout::TvLayout::RowCol e = tv.At(t, v);
+          ok = (is_a ? e.col : e.row) / 16 == v / (values / slices);
+        }
+      if (!ok) break;
+    }
+    vc.streamed = ok;
+  }
+}
+
+// The registers live at the busiest op: every Reg tile from its definition to its last use (a tile
+// defined before a loop and read inside it, to the loop's end; a carried value from the loop's
+// start to its last use in the body, its yield from its definition to the loop's end; `expand` is
+// the same registers as its operand), plus the results of the op. An elementwise op, a cast and an
+// mma's accumulator write their results into the registers of an operand that dies there and has
+// the result's shape (element by element). Streamed operands count one k16 slice, at their mma
+// only; wgmma's operands in shared memory count nothing.
+Synthesizer::Peak Synthesizer::EstimateRegisters(const Attempt& at) const {
+  std::size_t nv = kernel_.values.size();
+  std::vector<std::int64_t> pos(kernel_.ops.size(), -1), end(kernel_.ops.size(), -1);
+  for (std::size_t i = 0; i < order_.size(); ++i) pos[order_[i].index] = static_cast<std::int64_t>(i);
+  std::function<std::int64_t(OpId)> last = [&](OpId id) -> std::int64_t {
+    const auto* l = std::get_if<tile::op::Loop>(&kernel_.Get(id).node);
+    if (!l) return pos[id.index];
+    std::int64_t e = pos[id.index];
+    for (OpId o : l->body) e = std::max(e, last(o));
+    return end[id.index] = e;
+  };
+  for (OpId id : kernel_.body) last(id);
+  // Aliases: `expand` is its operand's registers.
+  std::vector<std::size_t> root(nv);
+  std::iota(root.begin(), root.end(), 0);
+  for (OpId id : order_)
+    if (const auto* e = std::get_if<tile::op::Expand>(&kernel_.Get(id).node))
+      root[kernel_.Get(id).results[0].index] = root[e->src.index];
+  // Rematerializable tiles (fills, iotas, and elementwise ops, casts and expands of those and of
+  // scalars) are functions of the thread's index and scalars: codegen computes each element where it
+  // is used, so they hold no registers (attention's causal mask).
+  std::vector<bool> remat(nv, false);
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    bool r = std::holds_alternative<tile::op::Fill>(op.node) || std::holds_alternative<tile::op::Iota>(op.node);
+    if (std::holds_alternative<tile::op::Map>(op.node) || std::holds_alternative<tile::op::Cast>(op.node) ||
+        std::holds_alternative<tile::op::Expand>(op.node)) {
+      r = true;
+      for (ValueId v : Operands(op.node)) r = r && (V(v).space == tile::Space::Scalar || remat[v.index]);
+    }
+    if (r)
+      for (ValueId v : op.results) remat[v.index] = true;
+  }
+  auto regs_of = [&](std::size_t v) -> std::int64_t {
+    const tile::Value& val = kernel_.values[v];
+    if (val.space != tile::Space::Reg || at.values[v].streamed || remat[v]) return 0;
+    return at.values[v].registers;
+  };
+  std::vector<std::int64_t> def(nv, -1), use(nv, -1);
+  for (std::size_t v = 0; v < nv; ++v)
+    if (kernel_.values[v].def.valid()) def[v] = pos[kernel_.values[v].def.index];
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    const auto* l = std::get_if<tile::op::Loop>(&op.node);
+    if (!l) continue;
+    for (ValueId c : l->carried) def[c.index] = pos[id.index];
+    for (ValueId r : op.results) def[r.index] = end[id.index];
+  }
+  // A use at position p inside loops: extended to the end of each enclosing loop that the value is
+  // defined before.
+  auto note_use = [&](ValueId v, std::int64_t p, OpId loop) {
+    std::size_t r = root[v.index];
+    for (OpId l = loop; l.valid(); l = enclosing_[l.index])
+      if (def[r] < pos[l.index]) p = std::max(p, end[l.index]);
+    use[r] = std::max(use[r], p);
+  };
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    if (const auto* l = std::get_if<tile::op::Loop>(&op.node)) {
+      for (ValueId v : l->init) note_use(v, pos[id.index], enclosing_[id.index]);
+      for (ValueId v : l->yields) note_use(v, end[id.index], id);
+      continue;
+    }
+    for (ValueId v : Operands(op.node)) note_use(v, pos[id.index], enclosing_[id.index]);
+  }
+  Peak peak;
+  for (OpId id : order_) {
+    const tile::Op& op = kernel_.Get(id);
+    if (std::holds_alternative<tile::op::Loop>(op.node)) continue;
+    std::int64_t p = pos[id.index];
+    std::vector<bool> is_operand(nv, false);
+    for (ValueId v : Operands(op.node)) is_operand[root[v.index]] = true;
+    std::int64_t need = 0, dying_same = 0, results = 0;
+    std::vector<ValueId> live;
+    for (std::size_t v = 0; v < nv; ++v) {
+      if (root[v] != v || regs_of(v) == 0 || def[v] >= p || use[v] < p) continue;
+      need += regs_of(v);
+      live.push_back(ValueId(static_cast<std::uint32_t>(v)));
+    }
+    bool in_place = std::holds_alternative<tile::op::Map>(op.node) || std::holds_alternative<tile::op::Cast>(op.node) ||
+                    std::holds_alternative<tile::op::Mma>(op.node);
+    for (ValueId r : op.results) {
+      if (root[r.index] != r.index) continue;
+      results += regs_of(r.index);
+      if (regs_of(r.index) > 0) live.push_back(r);
+      if (!in_place) continue;
+      Extent er = ExtentOf(V(r));
+      std::vector<ValueId> candidates;
+      if (const auto* m = std::get_if<tile::op::Mma>(&op.node))
+        candidates = {m->acc};
+      else
+        candidates = Operands(op.node);
+      for (ValueId v : candidates) {
+        std::size_t rv = root[v.index];
+        Extent ev = ExtentOf(V(v));
+        if (use[rv] == p && def[rv] < p && ev.rows == er.rows && ev.cols == er.cols &&
+            V(v).shape.size() == V(r).shape.size())
+          dying_same = std::max(dying_same, regs_of(rv));
+      }
+    }
+    need += results - std::min(results, dying_same);
+    if (const auto* m = std::get_if<tile::op::Mma>(&op.node))
+      for (ValueId v : {m->a, m->b}) {
+        if (!at.values[v.index].streamed) continue;
+        std::int64_t k = ExtentOf(V(m->a)).cols;
+        need += (at.values[v.index].registers + k / 16 - 1) / (k / 16);
+      }
+    if (need > peak.registers) peak = Peak{need, id, live};
+  }
+  return peak;
 }
 
 Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
