@@ -22,6 +22,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -659,12 +660,9 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
         b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), src->strides[src->extents.size() - 2]),
                      b_.CreateZExt(col, b_.getInt64Ty()));
     llvm::Value* gaddr = b_.CreateIntToPtr(b_.CreateAdd(src->address, b_.CreateMul(goff, I64(e))), gptr);
-    if (prefetch) {
-      llvm::Value* bytes = b_.CreateSelect(prefetch->live, I32(16), I32(0));  // 0: fill zeros, read nothing
-      Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {saddr, gaddr, bytes});
-    } else {
-      Intrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16, {saddr, gaddr});
-    }
+    // A prefetch past the loop's last iteration reads nothing and fills zeros (source size 0).
+    hopper::CpAsync16(b_, SharedAddress(saddr), gaddr,
+                      prefetch ? b_.CreateSelect(prefetch->live, I32(16), I32(0)) : nullptr);
   }
   if (prefetch) return;  // the loop commits and waits per stage
   Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
@@ -1685,10 +1683,12 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     issue(b_.CreateAdd(counter, I64(stages - 1)));
     slots_[loop.counter.index].scalar = counter;
   } else if (stages) {
-    Barrier();  // every thread is done with the slot the next copies overwrite
+    // One barrier per iteration (stages >= 2): once this thread's copies of iteration `it` have
+    // landed (all but the newest stages - 2 groups), the barrier says every thread's have, and that
+    // every thread is done with iteration it - 1, whose slot the copies of it + stages - 1 refill.
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 2)});
+    Barrier();
     issue(b_.CreateAdd(counter, I64(stages - 1)));
-    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 1)});
-    Barrier();  // this iteration's tiles have landed, from every thread's copies
     slots_[loop.counter.index].scalar = counter;
     for (OpId id : loop.body) {
       const tile::Op& body_op = k_.Get(id);
@@ -1874,6 +1874,11 @@ llvm::TargetMachine* NvptxMachine(synth::Target target) {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    // 32-bit pointers to shared memory (clang's -fcuda-short-ptr): shared addresses are 32 bits
+    // wide, so 64-bit ones only cost registers and 64-bit adds in every ldmatrix address.
+    auto& options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("nvptx-short-ptr"); it != options.end())
+      static_cast<llvm::cl::opt<bool>*>(it->second)->setValue(true);
   });
   static std::map<synth::Target, std::unique_ptr<llvm::TargetMachine>> machines;
   static std::mutex mutex;

@@ -41,6 +41,13 @@ void FenceProxyAsync(llvm::IRBuilder<>& b) {
   Asm(b, b.getVoidTy(), "fence.proxy.async.shared::cta;", "", {});
 }
 
+void CpAsync16(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, llvm::Value* src_bytes) {
+  if (src_bytes)
+    Asm(b, b.getVoidTy(), "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r", {dst, src, src_bytes});
+  else
+    Asm(b, b.getVoidTy(), "cp.async.cg.shared.global [$0], [$1], 16;", "r,l", {dst, src});
+}
+
 void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
                llvm::Value* bar) {
   Asm(b, b.getVoidTy(),

@@ -25,6 +25,12 @@ void FenceProxyAsync(llvm::IRBuilder<>& b);
 void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
                llvm::Value* bar);
 
+// cp.async.cg.shared.global (sm_80): 16 bytes from `src` (a global pointer) to the shared-window
+// address `dst` (i32); with `src_bytes` (i32), only that many are read and the rest filled with
+// zeros. LLVM 19 selects its NVVM intrinsics only with 64-bit shared pointers, and weft generates
+// 32-bit ones (device.cpp).
+void CpAsync16(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, llvm::Value* src_bytes = nullptr);
+
 void WgmmaFence(llvm::IRBuilder<>& b);
 // An empty asm statement that takes and returns `values` (CUTLASS's warpgroup_fence_operand): uses
 // of the results stay after the statements before it (a wgmma wait), in LLVM's scheduling too.
