@@ -3,6 +3,7 @@
 // 3 internal compiler error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
@@ -78,29 +79,25 @@ ExitCode RunCheck(const Options& options) {
     case Emit::Types:
     case Emit::Core:
     case Emit::Tile: {
-      // One line per definition that checked, in source order; errors on stderr. A file that
-      // does not parse is not checked: its broken declarations would only cause more errors.
+      // One line per definition that checked (and kernel that lowered), in source order; errors on
+      // stderr. A file that does not parse is not checked: its broken declarations would only cause
+      // more errors.
       if (diagnostics.has_errors()) break;
       check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
       if (options.emit == Emit::Core) {
         std::cout << core::Print(result.module, result.vars);
         break;
       }
+      // Each kernel of FILE that checked is lowered to the tile IR: what the tier refuses is an
+      // error of the file (docs/kernels.md). Synthesis is not run: it depends on the target.
+      tile::FileKernels kernels = tile::LowerKernels(result.module, result.vars, *file, diagnostics);
       if (options.emit == Emit::Tile) {
-        // Each kernel of FILE that checked, lowered to the tile IR; what the tier refuses is an error.
-        for (const core::Def& def : result.module.defs()) {
-          if (!tile::IsKernel(def) || !def.ok || def.span.file != *file) continue;
-          auto kernel = tile::Lower(result.module, result.vars, def);
-          if (!kernel) {
-            for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
-            continue;
-          }
-          std::cout << tile::Print(*kernel);
-        }
+        for (const tile::Kernel& kernel : kernels.lowered) std::cout << tile::Print(kernel);
         break;
       }
       for (const check::CheckedDef& def : result.defs) {
-        if (def.ok) std::cout << check::Signature(result, def) << "\n";
+        if (!def.ok || std::ranges::count(kernels.refused, def.name) > 0) continue;
+        std::cout << check::Signature(result, def) << "\n";
       }
       break;
     }

@@ -18,7 +18,8 @@ constexpr CommandInfo kCommands[] = {
     {"check", Command::Check, "check FILE's types and shapes, print each definition's type",
      "usage: weft check FILE [--emit=types|core|tile|ast|ast-sexp] [--color=auto|always|never]\n"
      "\n"
-     "Checks FILE (- for standard input) and reports every error in it.\n"
+     "Checks FILE (- for standard input), lowers its kernels to the tile IR, and reports every error\n"
+     "in it (layout synthesis, which depends on the target, is `weft explain`'s).\n"
      "  --emit=types      print `name : type` for each definition that checked (the default)\n"
      "  --emit=core       print the typed core IR: every binding with its type, run-time checks\n"
      "  --emit=tile       print each kernel's tile IR: its ops with the space and shape of each value\n"

@@ -9,6 +9,7 @@
 
 #include "syntax/lexer.h"
 #include "syntax/parser.h"
+#include "tile/lower.h"
 
 namespace weft::lsp {
 
@@ -98,6 +99,9 @@ void CheckDecls(Analysis& analysis, const std::vector<bool>* subset) {
       }
       analysis.result = check::Check(analysis.sources, part, analysis.check_errors, analysis.options);
     }
+    // The kernels checked are lowered to the tile IR, as `weft check` lowers them: the tier's
+    // errors are the file's (step 4 sorts them as it sorts the checker's).
+    tile::LowerKernels(analysis.result->module, analysis.result->vars, analysis.file, analysis.check_errors);
   } catch (const std::exception& error) {  // InternalError, or an allocation failure
     analysis.internal_error = error.what();
   }

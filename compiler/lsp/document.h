@@ -17,8 +17,9 @@
 //     unknown brings in the definitions whose names are close to it, so "did you mean" is what a
 //     check of the whole file says. A change to the imports, a name defined twice, or a save of
 //     another file (imports are read from disk) checks the whole file.
-//  4. Diagnostics: those of the affected definitions and of the imports come from the new check;
-//     those of the other definitions are kept from the analyses that made them, moved by their maps.
+//  4. Diagnostics: those of the affected definitions (for a kernel, its lowering to the tile IR's
+//     too, as in `weft check`) and of the imports come from the new check; those of the other
+//     definitions are kept from the analyses that made them, moved by their maps.
 //     A file with syntax errors shows only those, as `weft check` does.
 //  5. Each definition that checked (with a body in the core IR) makes that analysis its last good
 //     one. Queries (queries.h) read a position in the current analysis, then in the last good ones,

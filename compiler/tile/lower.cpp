@@ -895,4 +895,20 @@ Result<Kernel, std::vector<Diagnostic>> Lower(const core::Module& module, const 
   return Lowering(module, vars, kernel).Run();
 }
 
+FileKernels LowerKernels(const core::Module& module, const core::VarStore& vars, FileId file,
+                         Diagnostics& diagnostics) {
+  FileKernels out;
+  for (const core::Def& def : module.defs()) {
+    if (!IsKernel(def) || !def.ok || !def.body.valid() || def.span.file != file) continue;
+    auto kernel = Lower(module, vars, def);
+    if (!kernel) {
+      for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
+      out.refused.push_back(def.name);
+      continue;
+    }
+    out.lowered.push_back(std::move(*kernel));
+  }
+  return out;
+}
+
 }  // namespace weft::tile

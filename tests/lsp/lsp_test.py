@@ -62,6 +62,16 @@ def bad (x: f32[n, 4]) (y: f32[5, m]) = x @ y
 def fine (z: f32[3]) = z * 2.0
 """
 
+# A kernel the tile tier refuses (E0501, as plain `weft check` reports it), beside a `def`.
+KERNEL_TIER = """\
+kernel copy (x: f32[n, 64]) (out y: f32[n, 64]) where n % 64 == 0 grid n / 64 threads 128 =
+  let i = block_idx in
+  let g = tile x [64, 64] (i, 0) in
+  store (tile y [64, 64] (i, 0)) (regs g)
+
+def twice (v: f32[4]) = v + v
+"""
+
 SIZES = """\
 def chunks (x: f32[n, 4]) (w: f32[4, m]) : f32[n / 4, 4, m] where n % 4 == 0 =
   reshape [n / 4, 4, m] (x @ w)
@@ -498,6 +508,29 @@ def main():
     result = client.at("textDocument/definition", shape_uri, position_of(SHAPE_ERROR, "y\n"))
     check("shape error: go to definition from the operand",
           result and result["range"]["start"] == position_of(SHAPE_ERROR, "y: f32"), result)
+
+    # ---- the kernel tier's errors: each kernel is lowered to the tile IR, as `weft check` does ----
+    tier_uri = "file://" + os.path.join(work, "tier.weft")
+    client.open(tier_uri, KERNEL_TIER)
+    diagnostics = client.diagnostics(tier_uri)
+    error = diagnostics[0] if diagnostics else {}
+    check("kernel tier: E0501 on `g`, the tile read from global memory",
+          len(diagnostics) == 1 and error.get("code") == "E0501" and error.get("severity") == 1 and
+          error.get("message") == "`regs` takes a tile in shared memory; `g` is a tile in global memory" and
+          error["range"]["start"] == position_of(KERNEL_TIER, "g)\n"), diagnostics)
+    related = {r["message"]: r["location"] for r in error.get("relatedInformation", [])}
+    check("kernel tier: the note on where `g` is made",
+          related.get("`g` is made here", {}).get("range", {}).get("start") ==
+          position_of(KERNEL_TIER, "tile x [64"), related)
+    # An edit of the `def` alone checks it alone: the kernel's error is kept, where it was.
+    edited = KERNEL_TIER.replace("v + v", "v * 2.0")
+    client.change(tier_uri, edited, 2)
+    diagnostics = client.diagnostics(tier_uri, version=2)
+    check("kernel tier: an edit elsewhere keeps the kernel's error", strip(diagnostics) == strip([error]),
+          diagnostics)
+    fixed = edited.replace("(regs g)", "(regs (shared g))")
+    client.change(tier_uri, fixed, 3)
+    check("kernel tier: the fix clears it", client.diagnostics(tier_uri, version=3) == [])
 
     # ---- an error in an imported file is shown on the import ----
     with open(os.path.join(work, "broken_lib.weft"), "w") as f:
