@@ -20,7 +20,7 @@ bool IsKernel(const core::Def& def);
 Result<Kernel, std::vector<Diagnostic>> Lower(const core::Module& module, const core::VarStore& vars,
                                               const core::Def& kernel);
 
-// The kernels of one file, lowered: what `weft check` (every --emit that checks) and the language
+// The kernels of one file, lowered: what `weft check` (its types and --emit=tile) and the language
 // server report. The tier's errors (E05xx) are errors of the file, found without a target;
 // synthesis (E06xx) depends on the target and is left to `weft explain` and `weft build`.
 struct FileKernels {
