@@ -1042,7 +1042,8 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
     if (peak.op.valid())
       errors_.back().notes.push_back(
           {kernel_.Get(peak.op).span, "the most are live here: " + std::to_string(peak.registers) + " registers for " +
-                                          std::to_string(peak.live.size()) + " tiles"});
+                                          std::to_string(peak.live.size()) +
+                                          (peak.live.size() == 1 ? " tile" : " tiles")});
     if (largest.valid() && V(largest).def.valid())
       errors_.back().notes.push_back(
           {kernel_.Get(V(largest).def).span, "the largest register tile, `" + ShapeText(V(largest)) + "`, takes " +
