@@ -535,7 +535,14 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
         if (!s.ok()) {
           if (!failed) {
             failed = true;
-            conflict = MakeDiagnostic(DiagnosticKind::SynthSlice, e.span, Name(e.child), s.error());
+            const tile::Value& child = V(e.child);
+            std::string what = child.name.empty() ? "the `" + ShapeText(child) + "` tile" : Name(e.child);
+            conflict = MakeDiagnostic(DiagnosticKind::SynthSlice, e.span, what, s.error());
+            // The other fact: where the parent's layout comes from (a pin, or an anchor's operation).
+            const Req& from = *layout_of[rp];
+            conflict->notes.push_back(from.pinned ? MakeNote(DiagnosticKind::NoteSynthPinned, from.span, from.pin_text)
+                                                  : MakeNote(DiagnosticKind::NoteSynthGives, from.span, from.who,
+                                                             layout::ToString(from.tv.layout)));
           }
           return;
         }
