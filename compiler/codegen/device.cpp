@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "codegen/hopper.h"
+#include "codegen/nvptx.h"
 #include "layout/atoms.h"
 
 namespace weft::codegen {
@@ -1867,6 +1868,8 @@ DeviceKernel Emitter::Emit() {
   return out;
 }
 
+}  // namespace
+
 llvm::TargetMachine* NvptxMachine(synth::Target target) {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -1896,7 +1899,30 @@ llvm::TargetMachine* NvptxMachine(synth::Target target) {
   return tm.get();
 }
 
-}  // namespace
+bool EmitPtx(llvm::Module& module, synth::Target target, std::string& ptx_text) {
+  llvm::TargetMachine* tm = NvptxMachine(target);
+  if (!tm) return false;
+  // The O3 pipeline, then the NVPTX back end.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream ptx_out(ptx);
+  llvm::legacy::PassManager codegen;
+  if (tm->addPassesToEmitFile(codegen, ptx_out, nullptr, llvm::CodeGenFileType::AssemblyFile)) return false;
+  codegen.run(module);
+  ptx_text = std::string(ptx.str());
+  return true;
+}
 
 Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
                                                          const SourceManager& sources, const Options& options) {
@@ -1924,26 +1950,8 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
     llvm::raw_string_ostream ir(out.llvm_ir);
     module->print(ir, nullptr);
   }
-  // The O3 pipeline, then the NVPTX back end.
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*module, mam);
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream ptx_out(ptx);
-  llvm::legacy::PassManager codegen;
-  if (tm->addPassesToEmitFile(codegen, ptx_out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+  if (!EmitPtx(*module, plan.target, out.ptx))
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenFailed, kernel.span, "cannot emit PTX")};
-  codegen.run(*module);
-  out.ptx = std::string(ptx.str());
   return out;
 }
 

@@ -32,6 +32,7 @@
 #include <variant>
 
 #include "base/overloaded.h"
+#include "codegen/random.h"
 #include "core/type_printer.h"
 #include "tile/lower.h"
 #include "weft/numerics.h"
@@ -163,6 +164,11 @@ class Lowering {
   HRef Bind(core::PatternId pattern, const HRef& value, HFrame& frame);
   HRef Call(const HRef& callee, const HRef& arg, Span span);
   HRef CallBuiltin(const HFunction& fn, Span span);
+  // `-3`, `-0.5`: `negate` of a literal, folded to a literal (null for any other application).
+  HRef NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, HFrame& frame);
+  // A literal's bits as a `d` scalar holds them (IntLitBits is EvalNode's IntLit case).
+  static std::uint64_t IntLitBits(const ce::IntLit& lit, Dtype d);
+  static std::uint64_t FloatLitBits(const ce::FloatLit& lit, Dtype d);
   HRef EvaluateDef(std::size_t index, Span span);
   HRef RunKernel(const HFunction& fn, Span span);
   std::optional<std::size_t> FindDef(std::string_view name, std::size_t before) const;
@@ -198,9 +204,10 @@ class Lowering {
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
   llvm::Function* main_ = nullptr;
-  std::map<std::size_t, HRef> cache_;                // values of parameterless definitions
-  std::map<std::size_t, std::size_t> kernel_index_;  // def index -> out_.kernels index
-  std::vector<llvm::GlobalVariable*> descriptors_;   // per out_.kernels entry
+  std::map<std::size_t, HRef> cache_;                          // values of parameterless definitions
+  std::map<std::size_t, std::size_t> kernel_index_;            // def index -> out_.kernels index
+  std::vector<llvm::GlobalVariable*> descriptors_;             // per out_.kernels entry
+  std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
   std::map<std::string, llvm::Constant*> texts_;
 };
 
@@ -483,8 +490,8 @@ HRef Lowering::EvalNode(const core::Expr& e, HFrame& frame) {
           },
           [&](const ce::FloatLit& lit) -> HRef {
             Dtype d = ElemOf(std::get<TensorType>(vars_.Resolve(e.type)->node).elem, frame);
-            std::optional<std::uint64_t> bits = runtime::EncodeFloatLiteral(d, lit.text);
-            return Scalar(d, I64(static_cast<std::int64_t>(bits ? *bits : runtime::EncodeFloat(d, lit.value))));
+            std::uint64_t bits = FloatLitBits(lit, d);
+            return Scalar(d, I64(static_cast<std::int64_t>(bits)));
           },
           [&](const ce::BoolLit& lit) -> HRef { return Scalar(Dtype::Bool, I64(lit.value ? 1 : 0)); },
           [&](const ce::StringLit& lit) -> HRef { return Make(HString{Text(lit.value)}); },
@@ -549,6 +556,7 @@ HRef Lowering::EvalNode(const core::Expr& e, HFrame& frame) {
             // refusal points at the operation that would run first: `sum` in `max (sum c)`.
             const core::Expr& callee = module_.Get(apply.callee);
             bool builtin = std::holds_alternative<ce::Builtin>(callee.node);
+            if (HRef literal = NegativeLiteral(e, callee, apply, frame)) return literal;
             HRef f = builtin ? nullptr : EvalNode(callee, frame);
             std::vector<HRef> args;
             for (core::ExprId a : apply.args) args.push_back(Eval(a, frame));
@@ -657,6 +665,38 @@ TypeRef ResultType(const VarStore& vars, const HFunction& fn) {
   return t;
 }
 
+HRef Lowering::NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, HFrame& frame) {
+  const auto* builtin = std::get_if<ce::Builtin>(&callee.node);
+  if (!builtin || builtin->name != "negate" || apply.args.size() != 1) return nullptr;
+  const core::Expr& operand = module_.Get(apply.args[0]);
+  if (!std::holds_alternative<ce::IntLit>(operand.node) && !std::holds_alternative<ce::FloatLit>(operand.node))
+    return nullptr;
+  const auto* type = std::get_if<TensorType>(&vars_.Resolve(e.type)->node);
+  if (!type) return nullptr;
+  Dtype d = ElemOf(type->elem, frame);
+  if (d == Dtype::Bool) return nullptr;
+  // The literal's bits, negated as the interpreter negates: the sign bit of a float, two's
+  // complement (wrapping in the dtype's width) of an integer.
+  const int width = weft::Bits(d);
+  const std::uint64_t mask = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+  std::uint64_t v = std::holds_alternative<ce::IntLit>(operand.node)
+                        ? IntLitBits(std::get<ce::IntLit>(operand.node), d)
+                        : FloatLitBits(std::get<ce::FloatLit>(operand.node), d);
+  v = runtime::IsFloatDtype(d) ? v ^ (std::uint64_t{1} << (width - 1)) : (0 - v) & mask;
+  return Scalar(d, I64(static_cast<std::int64_t>(v)));
+}
+
+std::uint64_t Lowering::IntLitBits(const ce::IntLit& lit, Dtype d) {
+  std::uint64_t bits = runtime::IsFloatDtype(d) ? runtime::EncodeFloatFromU64(d, lit.value) : lit.value;
+  if (!runtime::IsFloatDtype(d) && weft::Bits(d) < 64) bits &= (std::uint64_t{1} << weft::Bits(d)) - 1;
+  return bits;
+}
+
+std::uint64_t Lowering::FloatLitBits(const ce::FloatLit& lit, Dtype d) {
+  std::optional<std::uint64_t> bits = runtime::EncodeFloatLiteral(d, lit.text);
+  return bits ? *bits : runtime::EncodeFloat(d, lit.value);
+}
+
 void Lowering::Write(const HValue& value) {
   auto text = [&](const std::string& s) {
     b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {Text(s)});
@@ -692,9 +732,23 @@ HRef Lowering::CallBuiltin(const HFunction& fn, Span span) {
     HTensor t;
     t.dtype = d;
     t.dims = shape.dims;
-    t.handle = b_.CreateCall(Runtime("weft_program_random", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
-                             {I32(static_cast<int>(d)), I32(static_cast<std::int64_t>(shape.dims.size())),
-                              Array(b_.getInt64Ty(), shape.dims), TensorOf(fn.args[1], span).handle});
+    // The dtype's kernel (random.h), when it has one: the runtime launches it if the program uses the
+    // GPU. LowerMainDef drops the descriptors again when `main` calls no kernel.
+    llvm::Value* kernel = llvm::ConstantPointerNull::get(b_.getPtrTy());
+    if (HasRandomKernel(d)) {
+      auto [it, fresh] = random_descriptors_.emplace(d, nullptr);
+      if (fresh) {
+        it->second = new llvm::GlobalVariable(m_, llvm::StructType::getTypeByName(ctx_, "weft_program_kernel"), false,
+                                              llvm::GlobalValue::InternalLinkage, nullptr,
+                                              "weft.random." + std::string(Spelling(d)));
+        out_.randoms.push_back(d);
+      }
+      kernel = it->second;
+    }
+    t.handle =
+        b_.CreateCall(Runtime("weft_program_random", Ptr(), {Ptr(), b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
+                      {kernel, I32(static_cast<int>(d)), I32(static_cast<std::int64_t>(shape.dims.size())),
+                       Array(b_.getInt64Ty(), shape.dims), TensorOf(fn.args[1], span).handle});
     return Make(std::move(t));
   }
   if (name == "print") {
@@ -926,6 +980,16 @@ void Lowering::LowerMainDef(const core::Def& main, std::size_t index) {
   b_.SetInsertPoint(body);
   EvaluateDef(index, main.span);
   b_.CreateRet(b_.CreateCall(Runtime("weft_program_end", b_.getInt32Ty(), {})));
+  // A program without kernels never opens the GPU: its `random` tensors are filled on the host, and
+  // it carries no `random` kernels.
+  if (out_.kernels.empty()) {
+    for (auto& [dtype, descriptor] : random_descriptors_) {
+      descriptor->replaceAllUsesWith(llvm::ConstantPointerNull::get(b_.getPtrTy()));
+      descriptor->eraseFromParent();
+    }
+    random_descriptors_.clear();
+    out_.randoms.clear();
+  }
   // weft_program_start goes first, once it is known whether the program launches kernels.
   b_.SetInsertPoint(entry);
   std::string target(synth::Spelling(options_.target));
@@ -963,6 +1027,55 @@ Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module
   return program;
 }
 
+namespace {
+
+// A kernel descriptor's initializer (runtime.h's weft_program_kernel): `name` for messages, the
+// device code, the launch's shape, and the constant arrays `order` (the entry's sizes) and `maps`.
+void SetDescriptor(HostModule& program, llvm::GlobalVariable* descriptor, const std::string& name,
+                   const std::string& prefix, const DeviceKernel& device, const std::string& cubin, int tensors,
+                   int scalars, const std::vector<llvm::Constant*>& order, const std::vector<llvm::Constant*>& maps) {
+  llvm::LLVMContext& ctx = *program.context;
+  llvm::Module& m = *program.module;
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto global = [&](llvm::Constant* init, const std::string& global_name, unsigned align = 1) -> llvm::Constant* {
+    auto* g = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, global_name);
+    g->setAlignment(llvm::Align(align));
+    return g;
+  };
+  auto text = [&](const std::string& s, const std::string& global_name) {
+    return global(llvm::ConstantDataArray::getString(ctx, s, true), global_name);
+  };
+  llvm::Constant* cubin_data = llvm::ConstantPointerNull::get(ptr);
+  if (!cubin.empty()) {
+    cubin_data = global(llvm::ConstantDataArray::getString(ctx, cubin, false), prefix + "cubin", 16);
+  }
+  auto* map_type = llvm::StructType::getTypeByName(ctx, "weft_program_tensor_map");
+  llvm::Constant* order_array =
+      order.empty()
+          ? llvm::ConstantPointerNull::get(ptr)
+          : global(llvm::ConstantArray::get(llvm::ArrayType::get(i32, order.size()), order), prefix + "sizes", 4);
+  llvm::Constant* map_array =
+      maps.empty()
+          ? llvm::ConstantPointerNull::get(ptr)
+          : global(llvm::ConstantArray::get(llvm::ArrayType::get(map_type, maps.size()), maps), prefix + "maps", 4);
+  auto* type = llvm::cast<llvm::StructType>(descriptor->getValueType());
+  descriptor->setInitializer(llvm::ConstantStruct::get(
+      type,
+      {text(name, prefix + "name"), text(device.entry, prefix + "entry"), cubin_data,
+       llvm::ConstantInt::get(i64, cubin.size()), text(device.ptx, prefix + "ptx"),
+       llvm::ConstantInt::get(i64, device.ptx.size()),
+       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.threads)),
+       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.shared_bytes)),
+       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(tensors)),
+       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(scalars)), llvm::ConstantInt::get(i32, order.size()),
+       order_array, llvm::ConstantInt::get(i32, maps.size()), map_array, llvm::ConstantPointerNull::get(ptr)}));
+  descriptor->setAlignment(llvm::Align(8));
+}
+
+}  // namespace
+
 void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& device, const std::string& cubin) {
   llvm::LLVMContext& ctx = *program.context;
   llvm::Module& m = *program.module;
@@ -971,21 +1084,6 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
   llvm::GlobalVariable* descriptor = m.getGlobalVariable("weft.kernel." + use.def->name, true);
   if (!descriptor) WEFT_INTERNAL_ERROR("host codegen: no descriptor for `" + use.def->name + "`");
   auto* i32 = llvm::Type::getInt32Ty(ctx);
-  auto* i64 = llvm::Type::getInt64Ty(ctx);
-  auto* ptr = llvm::PointerType::get(ctx, 0);
-  auto global = [&](llvm::Constant* init, const std::string& name, unsigned align = 1) -> llvm::Constant* {
-    auto* g = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::PrivateLinkage, init, name);
-    g->setAlignment(llvm::Align(align));
-    return g;
-  };
-  auto text = [&](const std::string& s, const std::string& name) {
-    return global(llvm::ConstantDataArray::getString(ctx, s, true), name);
-  };
-  const std::string prefix = "weft." + use.def->name + ".";
-  llvm::Constant* cubin_data = llvm::ConstantPointerNull::get(ptr);
-  if (!cubin.empty()) {
-    cubin_data = global(llvm::ConstantDataArray::getString(ctx, cubin, false), prefix + "cubin", 16);
-  }
   // The entry's sizes, as indices into the launch's sizes (the kernel's size_names order).
   std::vector<llvm::Constant*> order;
   for (SizeVarId v : device.sizes) {
@@ -1011,26 +1109,17 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
   int tensors = 0, scalars = 0;
   for (const tile::Param& p : kernel.params)
     (kernel.Get(p.value).space == tile::Space::Global ? tensors : scalars) += 1;
-  llvm::Constant* order_array =
-      order.empty()
-          ? llvm::ConstantPointerNull::get(ptr)
-          : global(llvm::ConstantArray::get(llvm::ArrayType::get(i32, order.size()), order), prefix + "sizes", 4);
-  llvm::Constant* map_array =
-      maps.empty()
-          ? llvm::ConstantPointerNull::get(ptr)
-          : global(llvm::ConstantArray::get(llvm::ArrayType::get(map_type, maps.size()), maps), prefix + "maps", 4);
-  auto* type = llvm::cast<llvm::StructType>(descriptor->getValueType());
-  descriptor->setInitializer(llvm::ConstantStruct::get(
-      type,
-      {text(use.def->name, prefix + "name"), text(device.entry, prefix + "entry"), cubin_data,
-       llvm::ConstantInt::get(i64, cubin.size()), text(device.ptx, prefix + "ptx"),
-       llvm::ConstantInt::get(i64, device.ptx.size()),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.threads)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.shared_bytes)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(tensors)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(scalars)), llvm::ConstantInt::get(i32, order.size()),
-       order_array, llvm::ConstantInt::get(i32, maps.size()), map_array, llvm::ConstantPointerNull::get(ptr)}));
-  descriptor->setAlignment(llvm::Align(8));
+  SetDescriptor(program, descriptor, use.def->name, "weft." + use.def->name + ".", device, cubin, tensors, scalars,
+                order, maps);
+}
+
+void AttachRandomKernel(HostModule& program, Dtype dtype, const DeviceKernel& device, const std::string& cubin) {
+  const std::string name = "weft.random." + std::string(Spelling(dtype));
+  llvm::GlobalVariable* descriptor = program.module->getGlobalVariable(name, true);
+  if (!descriptor) WEFT_INTERNAL_ERROR("host codegen: no descriptor for `random` of " + std::string(Spelling(dtype)));
+  // Named after its entry in messages (`kernel `weft_random_f32` failed: ...`); the runtime launches
+  // it itself (weft_program_random): one tensor, no sizes or scalars in the descriptor's sense.
+  SetDescriptor(program, descriptor, device.entry, name + ".", device, cubin, 1, 0, {}, {});
 }
 
 std::string PrintHost(const HostModule& program) {

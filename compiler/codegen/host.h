@@ -11,7 +11,8 @@
 //      dims in generated code (one clear message each), allocates its `out` tensors zero-filled,
 //      evaluates its grid and launches it through a static descriptor (weft_program_kernel).
 //   2. The driver synthesizes and generates each kernel the program uses (codegen::EmitKernel)
-//      and AttachKernel puts its PTX (and cubin, when ptxas made one) into its descriptor.
+//      and AttachKernel puts its PTX (and cubin, when ptxas made one) into its descriptor; so does
+//      AttachRandomKernel for the `random` kernel of each dtype `main` draws (random.h).
 //   3. EmitObject writes the module as an x86-64 object file; Link calls `cc`.
 #pragma once
 
@@ -49,6 +50,10 @@ struct HostModule {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
   std::vector<KernelUse> kernels;  // in the order of their first call; AttachKernel each one
+  // The element types of `random` calls that run on the GPU (random.h), in the order of their first
+  // call; AttachRandomKernel each one. Empty when `main` calls no kernel: such a program never opens
+  // the GPU, and its `random` tensors are filled on the host.
+  std::vector<Dtype> randoms;
 };
 
 struct HostOptions {
@@ -63,6 +68,10 @@ Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module
 
 // Step 2: the device code of `program.kernels[index]` (`cubin` empty when there is none).
 void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& device, const std::string& cubin);
+
+// Step 2 for `random`: the device code of `random` of `dtype` (EmitRandomKernel's), into the
+// descriptor weft_program_random launches. @pre `dtype` is in `program.randoms`
+void AttachRandomKernel(HostModule& program, Dtype dtype, const DeviceKernel& device, const std::string& cubin);
 
 // The host module as LLVM IR text (`weft build --emit=llvm`).
 std::string PrintHost(const HostModule& program);

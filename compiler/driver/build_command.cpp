@@ -1,6 +1,7 @@
 // `weft build` and `weft run`'s GPU half: check -> codegen::LowerMain (host) -> per kernel
 // synth::Synthesize -> codegen::EmitKernel (device) -> ptxas (a cubin, when the toolkit is here) ->
-// codegen::AttachKernel -> codegen::EmitObject -> codegen::Link (`cc`). docs/building.md.
+// codegen::AttachKernel, and per dtype `main` draws `random` of, codegen::EmitRandomKernel -> ptxas
+// -> codegen::AttachRandomKernel -> codegen::EmitObject -> codegen::Link (`cc`). docs/building.md.
 #include "driver/build_command.h"
 
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include "base/overloaded.h"
 #include "check/check.h"
 #include "codegen/device.h"
+#include "codegen/random.h"
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
 #include "syntax/parser.h"
@@ -99,6 +101,14 @@ void PrintDevice(const Options& options, const tile::Kernel& kernel, const codeg
         << "): box " << map.box_cols << " x " << map.box_rows << " (columns x rows), swizzle "
         << swizzles[static_cast<int>(map.swizzle)] << "\n";
   }
+  out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
+}
+
+// The launch comment and code of `random`'s kernel of one dtype (random.h's contract).
+void PrintRandom(const Options& options, Dtype dtype, const codegen::DeviceKernel& device, std::ostream& out) {
+  const char* comment = options.emit == Emit::Llvm ? "; " : "// ";
+  out << comment << "weft: entry " << device.entry << ", " << device.threads << " threads, `random` of "
+      << Spelling(dtype) << " (out, count, seed), any grid\n";
   out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
 }
 
@@ -253,22 +263,38 @@ bool BuildExecutable(codegen::HostModule& program, synth::Target target, const S
   if (temp.path().empty()) return fail("cannot make a temporary directory");
   const std::string ptxas = Ptxas();
   const std::string arch(synth::Spelling(target));
+  // The cubin of `ptx` (empty without ptxas); false, with the failure reported, when ptxas refuses it.
+  auto assemble = [&](const std::string& ptx, const std::string& base, const std::string& what, std::string& cubin) {
+    cubin.clear();
+    if (ptxas.empty()) return true;
+    std::ofstream(base + ".ptx") << ptx;
+    std::string log;
+    if (RunCommand(Quote(ptxas) + " -arch=" + arch + " -o " + Quote(base + ".cubin") + " " + Quote(base + ".ptx"),
+                   log) != 0) {
+      fail("ptxas rejected the PTX of " + what + ": " + OneLine(log));
+      return false;
+    }
+    std::ifstream in(base + ".cubin", std::ios::binary);
+    cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return true;
+  };
   bool ok = GenerateKernels(program, target, sources, diagnostics, [&](std::size_t i, const codegen::DeviceKernel& d) {
     std::string cubin;
-    if (!ptxas.empty()) {
-      std::string base = temp.path() + "/" + d.entry + "." + std::to_string(i);
-      std::ofstream(base + ".ptx") << d.ptx;
-      std::string log;
-      if (RunCommand(Quote(ptxas) + " -arch=" + arch + " -o " + Quote(base + ".cubin") + " " + Quote(base + ".ptx"),
-                     log) != 0) {
-        fail("ptxas rejected the PTX of `" + program.kernels[i].def->name + "`: " + OneLine(log));
-        return;
-      }
-      std::ifstream in(base + ".cubin", std::ios::binary);
-      cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+    if (!assemble(d.ptx, temp.path() + "/" + d.entry + "." + std::to_string(i),
+                  "`" + program.kernels[i].def->name + "`", cubin))
+      return;
     codegen::AttachKernel(program, i, d, cubin);
   });
+  for (Dtype dtype : program.randoms) {
+    auto device = codegen::EmitRandomKernel(dtype, target);
+    if (!device)
+      return fail("cannot generate `random`'s kernel for " + std::string(Spelling(dtype)) + ": " + device.error());
+    std::string cubin;
+    if (!assemble(device->ptx, temp.path() + "/" + device->entry,
+                  "`random`'s kernel for " + std::string(Spelling(dtype)), cubin))
+      return false;
+    codegen::AttachRandomKernel(program, dtype, *device, cubin);
+  }
   if (!ok || diagnostics.has_errors()) return false;
   const std::string runtime = RuntimeLibrary();
   if (!std::filesystem::exists(runtime))
@@ -391,6 +417,14 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
                         [&](std::size_t i, const codegen::DeviceKernel& device) {
                           PrintDevice(options, program->kernels[i].kernel, device, out);
                         });
+        for (Dtype dtype : program->randoms) {
+          auto device = codegen::EmitRandomKernel(dtype, *target);
+          if (!device) {
+            c.diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, options.inputs.front(), device.error());
+            continue;
+          }
+          PrintRandom(options, dtype, *device, out);
+        }
         if (options.emit == Emit::Llvm) out << "; weft: the host module of `main`\n" << codegen::PrintHost(*program);
         out.flush();
         return Report(options, c.sources, c.diagnostics, err);

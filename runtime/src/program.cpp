@@ -11,6 +11,7 @@
 //    takes it, else the PTX (the driver compiles it for the GPU).
 // 4. Tensors live until weft_program_end, which waits for the GPU first, so that a kernel that
 //    failed is reported even when nothing reads its output.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -199,11 +200,34 @@ int64_t weft_program_dim(const weft_tensor* tensor, int32_t axis) {
   return tensor->host.shape.at(static_cast<std::size_t>(axis));
 }
 
-weft_tensor* weft_program_random(weft_dtype dtype, int32_t rank, const int64_t* shape, const weft_tensor* seed) {
+weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, int32_t rank, const int64_t* shape,
+                                 const weft_tensor* seed) {
   auto t = std::make_unique<weft_tensor>();
-  t->host = HostTensor::Zeros(static_cast<Dtype>(dtype), Shape(rank, shape));
-  weft::runtime::FillRandom(t->host, static_cast<std::uint64_t>(ScalarInt(seed)));
-  t->on_host = true;
+  t->host.dtype = static_cast<Dtype>(dtype);
+  t->host.shape = Shape(rank, shape);
+  std::uint64_t seed_bits = static_cast<std::uint64_t>(ScalarInt(seed));
+  if (kernel == nullptr || !P().gpu) {
+    weft::runtime::FillRandom(t->host, seed_bits);
+    t->on_host = true;
+    return Keep(std::move(t));
+  }
+  // On the GPU (docs/runtime.md, "On the GPU"): the kernel's grid-stride loop covers its units
+  // (elements; bytes of a 4-bit dtype) whatever the grid, so the grid is only a matter of speed: one
+  // thread a unit, up to kRandomBlocks blocks.
+  constexpr std::uint64_t kRandomBlocks = 1024;
+  std::uint64_t bytes = Bytes(*t);
+  weft_check(weft_device_alloc(&t->device, bytes));
+  t->on_device = true;
+  std::int64_t count = t->host.Count();
+  std::uint64_t units = weft::Bits(t->host.dtype) < 8 ? bytes : static_cast<std::uint64_t>(count);
+  if (units > 0) {
+    Loaded& loaded = Load(*kernel);
+    std::uint64_t blocks = std::min<std::uint64_t>((units + kernel->threads - 1) / kernel->threads, kRandomBlocks);
+    weft_device_ptr out = t->device;
+    void* args[] = {&out, &count, &seed_bits};
+    weft_launch_config config = {{static_cast<std::uint32_t>(blocks), 1, 1}, {kernel->threads, 1, 1}, 0};
+    weft_check(weft_launch(loaded.kernel, &config, args));
+  }
   return Keep(std::move(t));
 }
 

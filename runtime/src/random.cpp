@@ -29,29 +29,26 @@ std::array<std::uint32_t, 4> Philox4x32x10(std::array<std::uint32_t, 4> counter,
   return c;
 }
 
-void FillRandom(HostTensor& out, std::uint64_t seed) {
+std::uint64_t RandomElement(Dtype dtype, std::uint64_t seed, std::uint64_t index) {
   const std::array<std::uint32_t, 2> key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
-  const Dtype dtype = out.dtype;
   const int bits = Bits(dtype);
   const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
-  const std::int64_t count = out.Count();
-  out.bytes.assign(static_cast<std::size_t>(ByteSize(dtype, count)), 0);
-  for (std::int64_t i = 0; i < count; ++i) {
-    std::uint64_t index = static_cast<std::uint64_t>(i);
-    std::array<std::uint32_t, 4> block =
-        Philox4x32x10({static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32), 0, 0}, key);
-    std::uint64_t pattern;
-    if (dtype == Dtype::Bool) {
-      pattern = block[0] >> 31;
-    } else if (IsFloatDtype(dtype)) {
-      // An integer below 2^24 times a power of two: exact in f32, so rounding happens once, here.
-      double value = static_cast<double>(block[0] >> 8) * 0x1p-24;
-      pattern = EncodeFloat(dtype, value);
-    } else {
-      pattern = (block[0] | static_cast<std::uint64_t>(block[1]) << 32) & mask;
-    }
-    StoreBits(out, i, pattern);
+  std::array<std::uint32_t, 4> block =
+      Philox4x32x10({static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32), 0, 0}, key);
+  if (dtype == Dtype::Bool) return block[0] >> 31;
+  if (IsFloatDtype(dtype)) {
+    // An integer below 2^24 times a power of two: exact in f32, so rounding happens once, here.
+    double value = static_cast<double>(block[0] >> 8) * 0x1p-24;
+    return EncodeFloat(dtype, value);
   }
+  return (block[0] | static_cast<std::uint64_t>(block[1]) << 32) & mask;
+}
+
+void FillRandom(HostTensor& out, std::uint64_t seed) {
+  const std::int64_t count = out.Count();
+  out.bytes.assign(static_cast<std::size_t>(ByteSize(out.dtype, count)), 0);
+  for (std::int64_t i = 0; i < count; ++i)
+    StoreBits(out, i, RandomElement(out.dtype, seed, static_cast<std::uint64_t>(i)));
 }
 
 }  // namespace weft::runtime

@@ -22,4 +22,8 @@ std::array<std::uint32_t, 4> Philox4x32x10(std::array<std::uint32_t, 4> counter,
 //   bool:     the top bit of word0.
 void FillRandom(HostTensor& out, std::uint64_t seed);
 
+// The bits of element `index` of `random` of `dtype` for `seed` (what FillRandom stores there; the
+// low Bits(dtype) bits, zero above).
+std::uint64_t RandomElement(Dtype dtype, std::uint64_t seed, std::uint64_t index);
+
 }  // namespace weft::runtime

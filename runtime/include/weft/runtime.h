@@ -324,8 +324,13 @@ int weft_program_end(void);
 weft_tensor* weft_program_scalar(weft_dtype dtype, uint64_t bits);
 /* The extent of axis `axis`. */
 int64_t weft_program_dim(const weft_tensor* tensor, int32_t axis);
-/* `random shape seed` (weft_random_fill; `seed` an integer scalar). */
-weft_tensor* weft_program_random(weft_dtype dtype, int32_t rank, const int64_t* shape, const weft_tensor* seed);
+/* `random shape seed` (`seed` an integer scalar). `kernel` is the dtype's `weft_random_<dtype>`
+ * kernel (docs/runtime.md, "On the GPU"), or null: when the program uses the GPU and `kernel` is not
+ * null, the tensor is made on the GPU by the kernel (entry parameters: the address, the element
+ * count, the seed; any grid) and stays there until something reads it on the host; otherwise it is
+ * filled on the host (weft_random_fill). The bits are the same either way. */
+weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, int32_t rank, const int64_t* shape,
+                                 const weft_tensor* seed);
 /* `load path`: the file's dtype and rank against `type` (the program's, as text, for the message:
  * "x.npy: the program expects `f32[n, 4]` but the file holds f64[3, 4]: its dtype is f64, not f32").
  * The caller checks the dims it knows with weft_program_load_mismatch. */

@@ -1,5 +1,6 @@
-// codegen_ptxas: every kernel of kernels.h's files on sm_80 and sm_90a, generated and assembled by
-// ptxas for its target (`ptxas -arch=sm_80|sm_90a -v`), printing each kernel's registers and spills.
+// codegen_ptxas: every kernel of kernels.h's files on sm_80 and sm_90a, and `random`'s kernel of every
+// dtype that has one (codegen/random.h), generated and assembled by ptxas for its target
+// (`ptxas -arch=sm_80|sm_90a -v`), printing each kernel's registers and spills.
 // Exit 77 (CTest's SKIP_RETURN_CODE) when there is no ptxas. With WEFT_DUMP_PTX=DIR, each PTX is
 // also written to DIR/<kernel>_<target>.ptx, its first line the launch (threads, dynamic shared
 // memory, sizes, tensor maps), for running on a GPU elsewhere.
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "codegen/random.h"
 #include "kernels.h"
 
 using namespace weft;
@@ -71,6 +73,24 @@ int main() {
         std::cout << (ok ? "ok   " : "FAIL ") << file << ": " << name << "\n" << report;
         ok ? ++assembled : ++failures;
       }
+    }
+  }
+  for (synth::Target target : {synth::Target::Sm80, synth::Target::Sm90a}) {
+    std::string arch(synth::Spelling(target));
+    for (Dtype d : RandomKernelDtypes()) {
+      std::string name = RandomEntry(d) + "_" + arch;
+      auto k = EmitRandomKernel(d, target);
+      if (!k) {
+        std::cout << "FAIL random: " << name << ": not generated: " << k.error() << "\n";
+        ++failures;
+        continue;
+      }
+      if (dump) std::ofstream(std::string(dump) + "/" + name + ".ptx") << k->ptx;
+      if (ptxas.empty()) continue;
+      std::string report;
+      bool ok = Assemble(ptxas, k->ptx, arch, report);
+      std::cout << (ok ? "ok   " : "FAIL ") << "random: " << name << "\n" << report;
+      ok ? ++assembled : ++failures;
     }
   }
   if (ptxas.empty()) {

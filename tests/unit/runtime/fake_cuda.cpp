@@ -7,15 +7,19 @@
 //   WEFT_FAKE_CUDA_DEVICES  how many GPUs; default 1
 //   WEFT_FAKE_CUDA_SM       compute capability as major*10+minor; default 80
 //   WEFT_FAKE_CUDA_FREE     free bytes; allocations above it are CUDA_ERROR_OUT_OF_MEMORY; default 8 GiB
+//   WEFT_FAKE_CUDA_TRACE    set: each launch writes a line to stderr (`fake cuda: launch NAME grid
+//                           X x Y x Z, block X x Y x Z`, and for `random`'s kernels `, count N, seed S`)
 //
 // Modules: an image containing ".entry" loads; any other is CUDA_ERROR_INVALID_PTX with a ptxas-like
-// log. Kernels: `add` (1024 threads) and `fault`, whose launch makes the next synchronize fail with
-// CUDA_ERROR_ILLEGAL_ADDRESS. A launch whose dynamic shared memory exceeds the kernel's
-// MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
+// log. Kernels: `add` (1024 threads), `fault`, whose launch makes the next synchronize fail with
+// CUDA_ERROR_ILLEGAL_ADDRESS, and `weft_random_<dtype>` (random.h's entries; they write nothing, and
+// "device memory" starts zeroed, so their tensors read back as zeros). A launch whose dynamic shared memory exceeds the
+// kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 namespace {
@@ -29,6 +33,7 @@ struct FakeFunction {
 
 FakeFunction add_kernel{"add"};
 FakeFunction fault_kernel{"fault"};
+std::map<std::string, FakeFunction> random_kernels;  // by entry; a map keeps their addresses
 bool faulted = false;
 char fake_context;
 char fake_module;
@@ -183,7 +188,7 @@ CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
 CUresult cuMemAlloc_v2(unsigned long long* ptr, std::size_t bytes) {
   if (bytes == 0) return 1;
   if (bytes > EnvNumber("WEFT_FAKE_CUDA_FREE", std::uint64_t{8} << 30)) return 2;
-  void* p = std::malloc(bytes);
+  void* p = std::calloc(bytes, 1);
   if (p == nullptr) return 2;
   *ptr = reinterpret_cast<std::uintptr_t>(p);
   return 0;
@@ -227,6 +232,10 @@ CUresult cuModuleGetFunction(void** function, void*, const char* name) {
     *function = &add_kernel;
   } else if (std::strcmp(name, "fault") == 0) {
     *function = &fault_kernel;
+  } else if (std::strncmp(name, "weft_random_", 12) == 0) {
+    FakeFunction& f = random_kernels[name];
+    f.name = name;
+    *function = &f;
   } else {
     return 500;
   }
@@ -253,11 +262,22 @@ CUresult cuFuncSetAttribute(void* function, int attribute, int value) {
   static_cast<FakeFunction*>(function)->max_dynamic_shared = value;
   return 0;
 }
-CUresult cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        unsigned shared_bytes, void*, void**, void**) {
+CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared_bytes, void*, void** params, void**) {
   FakeFunction* f = static_cast<FakeFunction*>(function);
   if (faulted) return 700;
   if (shared_bytes > static_cast<unsigned>(f->max_dynamic_shared)) return 1;
+  if (std::getenv("WEFT_FAKE_CUDA_TRACE") != nullptr) {
+    std::fprintf(stderr, "fake cuda: launch %s grid %u x %u x %u, block %u x %u x %u", f->name.c_str(), gx, gy, gz, bx,
+                 by, bz);
+    if (f->name.rfind("weft_random_", 0) == 0) {  // (out, count, seed)
+      std::int64_t count = 0, seed = 0;
+      std::memcpy(&count, params[1], sizeof count);
+      std::memcpy(&seed, params[2], sizeof seed);
+      std::fprintf(stderr, ", count %lld, seed %lld", static_cast<long long>(count), static_cast<long long>(seed));
+    }
+    std::fprintf(stderr, "\n");
+  }
   if (f == &fault_kernel) faulted = true;
   return 0;
 }
