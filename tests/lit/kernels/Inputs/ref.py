@@ -56,6 +56,9 @@ def gemm(rng):
     expect("c_nt", a @ bt.T)
     expect("c16", a16.astype(np.float64) @ b16.astype(np.float64))
     expect("c_bf16", a @ b)
+    expect("c_f16", a16.astype(np.float64) @ b16.astype(np.float64))
+    expect("c_bf16_f16", a @ b)
+    expect("c_f16_bf16", a16.astype(np.float64) @ b16.astype(np.float64))
 
 
 def softmax_attention(q, k, v, causal):
