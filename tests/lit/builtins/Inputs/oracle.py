@@ -444,6 +444,20 @@ def ints(dt, shape, lo=None, hi=None):
     return rng.integers(lo, hi, shape, endpoint=True, dtype=NP_INT[dt])
 
 
+def libm(name, values):
+    """The platform's libm (Python's math module) applied to each f64 value: what weft's interpreter
+    computes. NumPy's own f64 loops are not libm: with AVX-512 NumPy 1.24 uses SIMD kernels that
+    differ from it by a few ulps. NaN where math raises (infinities)."""
+    f = getattr(math, name)
+
+    def one(v):
+        try:
+            return f(v)
+        except (ValueError, OverflowError):
+            return math.nan
+    return np.array([one(float(v)) for v in np.asarray(values, np.float64).reshape(-1)]).reshape(np.shape(values))
+
+
 def specials(dt):
     """Values at the edges of float format dt: zeros, subnormals, the largest, infinities, NaN."""
     man, emin, emax = FLOAT_FORMATS[dt]
