@@ -115,8 +115,8 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
 
   // 5. The comparison.
   double tolerance = narrow_float ? 1e-2 : 1e-5;
-  out << "kernel `" << options.kernel << "` on " << options.target << ": " << simulated->blocks << " blocks of "
-      << plan->threads << " threads\n";
+  out << "kernel `" << options.kernel << "` on " << options.target << ": " << simulated->blocks
+      << (simulated->blocks == 1 ? " block of " : " blocks of ") << plan->threads << " threads\n";
   bool pass = true;
   std::size_t o = 0;
   for (const tile::Param& p : kernel->params) {

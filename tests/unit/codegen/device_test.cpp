@@ -73,24 +73,24 @@ TEST_CASE("codegen: sm_90a gemm takes one tensor map per operand with 128-byte s
   CHECK(d.tensor_maps[0].param == 0);  // a: 128 rows x 64 columns in one box
   CHECK(d.tensor_maps[0].box_cols == 64);
   CHECK(d.tensor_maps[0].box_rows == 128);
-  CHECK(d.tensor_maps[1].param == 1);  // b: 64 x 128 in two boxes of 64 columns
+  CHECK(d.tensor_maps[1].param == 1);  // b: 64 x 256 in four boxes of 64 columns
   CHECK(d.tensor_maps[1].box_cols == 64);
   CHECK(d.tensor_maps[1].box_rows == 64);
   for (const TensorMapSpec& m : d.tensor_maps) CHECK(m.swizzle == layout::SwizzleMode::k128B);
   // The plan's tiles, then one mbarrier per stage and one for copies in place.
-  CHECK(d.shared_bytes >= 131072 + 5 * 8);
+  CHECK(d.shared_bytes >= 196608 + 5 * 8);
   CHECK(d.sizes.size() == 3);
   // Parameters: a, b, c, m, k, n, then the two maps.
   CHECK(Has(d.ptx, ".param .align 64 .b8 gemm_bf16_param_6[128]"));
   CHECK(Has(d.ptx, ".param .align 64 .b8 gemm_bf16_param_7[128]"));
-  CHECK(Has(d.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  CHECK(Has(d.ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
   // The plan's descriptors (explain: A LBO 16 SBO 1024, B LBO 8192 SBO 1024, both 128B) with the
-  // start address or-ed in, and each stage's 16384 + 16384 bytes armed on its mbarrier.
+  // start address or-ed in, and each stage's 16384 + 32768 bytes armed on its mbarrier.
   layout::GmmaDescriptor a{1, 16, 1024}, b{1, 8192, 1024};
   CHECK(Has(d.llvm_ir, "i64 " + std::to_string(static_cast<std::int64_t>(a.Encode(0)))));
   CHECK(Has(d.llvm_ir, "i64 " + std::to_string(static_cast<std::int64_t>(b.Encode(0)))));
   CHECK(Has(d.llvm_ir, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", \"r,r,~{memory}\"(i32 %"));
-  CHECK(Has(d.llvm_ir, ", i32 32768)"));
+  CHECK(Has(d.llvm_ir, ", i32 49152)"));
 }
 
 TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op and not a crash") {
