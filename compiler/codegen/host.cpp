@@ -671,7 +671,8 @@ HRef Lowering::NegativeLiteral(const core::Expr& e, const core::Expr& callee, co
   const core::Expr& operand = module_.Get(apply.args[0]);
   if (!std::holds_alternative<ce::IntLit>(operand.node) && !std::holds_alternative<ce::FloatLit>(operand.node))
     return nullptr;
-  const auto* type = std::get_if<TensorType>(&vars_.Resolve(e.type)->node);
+  const auto resolved = vars_.Resolve(e.type);  // kept alive: `type` points into it
+  const auto* type = std::get_if<TensorType>(&resolved->node);
   if (!type) return nullptr;
   Dtype d = ElemOf(type->elem, frame);
   if (d == Dtype::Bool) return nullptr;
