@@ -21,6 +21,7 @@
 #include "codegen/random.h"
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
+#include "graph/graph.h"
 #include "syntax/parser.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
@@ -397,6 +398,24 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
   }
   const bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm;
   Checked c;
+  if (options.emit == Emit::Graph) {
+    // `main` as a dataflow graph and the kernels it fuses into (docs/graph.md).
+    CheckFile(options.inputs.front(), c);
+    if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
+    const core::Def* main = MainOf(c);
+    if (!main) {
+      c.diagnostics.Emit(DiagnosticKind::NoMain, Span{}, options.inputs.front());
+      return Report(options, c.sources, c.diagnostics, err);
+    }
+    auto graph = graph::Build(c.result->module, c.result->vars, *main);
+    if (!graph) {
+      for (const Diagnostic& d : graph.error()) c.diagnostics.Add(d);
+      return Report(options, c.sources, c.diagnostics, err);
+    }
+    out << graph::Print(*graph, graph::Fuse(*graph), c.result->vars, c.sources);
+    out.flush();
+    return Report(options, c.sources, c.diagnostics, err);
+  }
   if (emit && (!options.kernel.empty() || options.inputs.front() == "-")) {
     // One kernel of FILE, or standard input's kernels: as `weft explain` finds them.
   } else {

@@ -9,6 +9,7 @@
 
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "graph/graph.h"
 #include "syntax/parser.h"
 #include "synth/explain.h"
 #include "synth/synthesize.h"
@@ -16,7 +17,8 @@
 
 namespace weft::driver {
 
-int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action) {
+int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action,
+                  const MainAction& main_action) {
   SourceManager sources;
   Diagnostics diagnostics;
   bool color = UseColor(options.color, STDERR_FILENO);
@@ -67,6 +69,12 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
     }
     action(*kernel, *plan, sources, diagnostics, kernels);
   }
+  if (main_action && options.kernel.empty()) {
+    for (const core::Def& def : checked.module.defs()) {
+      if (def.name == "main" && def.ok && def.span.file == *file && !def.kernel)
+        main_action(checked.module, checked.vars, def, sources, diagnostics);
+    }
+  }
   if (kernels == 0 && !options.kernel.empty()) {
     err << "weft: `" << path << "` has no kernel named `" << options.kernel << "`\n";
     return 2;
@@ -75,6 +83,7 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
 }
 
 int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
+  bool explained = false;
   int status = ForEachKernel(
       options, err,
       [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources, Diagnostics&, int index) {
@@ -83,6 +92,17 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
         explain.sources = &sources;
         if (index > 1) out << "\n";
         out << synth::Explain(kernel, plan, explain);
+        explained = true;
+      },
+      [&](const core::Module& module, const core::VarStore& vars, const core::Def& main, const SourceManager& sources,
+          Diagnostics&) {
+        auto graph = graph::Build(module, vars, main);
+        if (!graph) {
+          // What `main` does that is not compiled yet is `weft build`'s error to report.
+          return;
+        }
+        if (explained) out << "\n";
+        out << graph::Summary(*graph, graph::Fuse(*graph), vars, sources);
       });
   out.flush();
   return status;

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "core/ir.h"
 #include "diagnostics/diagnostic.h"
 #include "driver/options.h"
 #include "synth/plan.h"
@@ -24,6 +25,11 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err);
 // and those `action` adds, go to `err`. Returns as RunExplain does.
 using KernelAction =
     std::function<void(const tile::Kernel&, const synth::Plan&, const SourceManager&, Diagnostics&, int index)>;
-int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action);
+// `main`'s definition, when FILE has one and no --kernel was given (`weft explain` summarizes the
+// kernels its array-tier work fuses into).
+using MainAction = std::function<void(const core::Module&, const core::VarStore&, const core::Def& main,
+                                      const SourceManager&, Diagnostics&)>;
+int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action,
+                  const MainAction& main_action = nullptr);
 
 }  // namespace weft::driver

@@ -92,6 +92,7 @@ constexpr CommandInfo kCommands[] = {
     {"build", Command::Build, "compile FILE's `def main` and its kernels to an executable, or print device code",
      "usage: weft build FILE -o EXE [--target sm_90a|sm_80]\n"
      "       weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_90a|sm_80]\n"
+     "       weft build FILE --emit=graph\n"
      "\n"
      "Checks FILE, synthesizes the layouts and instructions of each kernel `main` calls for the target,\n"
      "generates their device code through LLVM's NVPTX back end (docs/codegen.md) and `main`'s host\n"
@@ -105,6 +106,8 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=ptx        print the PTX (after LLVM's O3 pipeline) of each kernel `main` calls, of\n"
      "                    every kernel of FILE when it has no `main`, or of --kernel NAME\n"
      "  --emit=llvm       the same as LLVM IR (before optimization), and `main`'s host module\n"
+     "  --emit=graph      print `main` as a dataflow graph, the kernels its operations fuse into and\n"
+     "                    its device buffers (docs/graph.md)\n"
      "  --kernel NAME     only this kernel of FILE (with --emit)\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
      "Environment: WEFT_CC (the C compiler driver that links, `cc` by default), WEFT_RUNTIME_LIB (the\n"
@@ -236,8 +239,10 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
         options.emit = Emit::Ptx;
       } else if (value == "llvm") {
         options.emit = Emit::Llvm;
+      } else if (value == "graph") {
+        options.emit = Emit::Graph;
       } else {
-        error = "unknown value `" + value + "` for --emit; expected `ptx` or `llvm`";
+        error = "unknown value `" + value + "` for --emit; expected `ptx`, `llvm` or `graph`";
         return std::nullopt;
       }
     } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
@@ -291,7 +296,7 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     return std::nullopt;
   }
   if (options.command == Command::Build) {
-    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm;
+    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
     if (!target_given) options.target = "sm_90a";
     if (!emit && options.output.empty()) {
       error = "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm (device code); run `weft build --help`";

@@ -13,7 +13,7 @@ namespace weft::driver {
 
 enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain, Build };
 
-enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx };
+enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx, Graph };
 
 struct Options {
   Command command = Command::None;

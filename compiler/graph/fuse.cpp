@@ -1,0 +1,453 @@
+// Fuse: the graph's nodes grouped into kernels, and device buffers planned (docs/graph.md).
+//
+// Grouping walks the nodes from the last to the first, so that every node is placed after all of
+// its users: a node joins the one group that all of its users are in when that group can compute it
+// (producer fusion), and starts a group of its own otherwise. A group's first node so placed (its
+// root, the last in program order) is its one output; everything else in it lives in registers.
+// A product joins the elementwise group of its users as that group's gemm (epilogue fusion), and a
+// reduction the group of the broadcasts of its result (row fusion). Launch order is the order of
+// the roots, a topological order since every input of a group comes before its root.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/graph.h"
+
+namespace weft::graph {
+namespace {
+
+bool IsHostKind(Kind k) {
+  switch (k) {
+    case Kind::Constant:
+    case Kind::Size:
+    case Kind::String:
+    case Kind::Load:
+    case Kind::Random:
+    case Kind::TensorLit:
+    case Kind::Save:
+    case Kind::Print:
+    case Kind::TimeBegin:
+    case Kind::TimeEnd:
+    case Kind::Param:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsElementwiseKind(Kind k) {
+  return k == Kind::Map || k == Kind::Cast || k == Kind::Fill || k == Kind::Iota || k == Kind::Dequant;
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const Graph& graph) : g_(graph) {
+    const std::size_t n = g_.nodes.size();
+    users_.resize(n);
+    plan_.group_of.assign(n, -1);
+    plan_.buffer_of.assign(n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Node& node = g_.nodes[i];
+      if (node.in_body) continue;
+      for (NodeId a : node.args) users_[a.index].push_back(NodeId(static_cast<std::uint32_t>(i)));
+      if (HostScalar(node)) host_scalar_.insert(static_cast<std::uint32_t>(i));
+    }
+  }
+
+  Plan Run() {
+    MatchAttention();
+    Group();
+    Order();
+    Connect();
+    PlanBuffers();
+    return std::move(plan_);
+  }
+
+ private:
+  const Node& Get(NodeId id) const { return g_.Get(id); }
+  std::int64_t& GroupOf(NodeId id) { return plan_.group_of[id.index]; }
+
+  std::int64_t NewGroup(GroupKind kind, NodeId root, std::vector<Dim> space) {
+    plan_.groups.push_back(graph::Group{kind, {root}, {}, {}, std::move(space), {}, {}});
+    std::int64_t index = static_cast<std::int64_t>(plan_.groups.size() - 1);
+    GroupOf(root) = index;
+    return index;
+  }
+  void Join(std::int64_t group, NodeId id) {
+    plan_.groups[static_cast<std::size_t>(group)].nodes.push_back(id);
+    GroupOf(id) = group;
+  }
+
+  // The groups of a node's users; views outside every group are looked through.
+  std::set<std::int64_t> UserGroups(NodeId id) {
+    std::set<std::int64_t> out;
+    for (NodeId u : users_[id.index]) {
+      std::int64_t g = GroupOf(u);
+      if (g == kLooseView) {
+        for (std::int64_t h : UserGroups(u)) out.insert(h);
+      } else {
+        out.insert(g);
+      }
+    }
+    return out;
+  }
+
+  // A value of rank 0 the host has or computes from such values (a literal, a size, a softmax
+  // scale `rsqrt (cast f32 d)`, a time): passed to kernels by value.
+  bool HostScalar(const Node& n) const {
+    if (!n.shape.empty()) return false;
+    if (n.kind == Kind::Constant || n.kind == Kind::Size || n.kind == Kind::TimeEnd) return true;
+    if (n.kind != Kind::Map && n.kind != Kind::Cast) return false;
+    for (NodeId a : n.args)
+      if (!host_scalar_.count(a.index)) return false;
+    return true;
+  }
+
+  // Whether a shape broadcasts to `space`: aligned on the right, each dim equal or a literal 1.
+  static bool BroadcastsTo(const std::vector<Dim>& shape, const std::vector<Dim>& space) {
+    if (shape.size() > space.size()) return false;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      const Dim& d = shape[shape.size() - 1 - i];
+      if (!(d == space[space.size() - 1 - i]) && !(d == Dim::Constant(1))) return false;
+    }
+    return true;
+  }
+
+  // Whether `id` (elementwise work) may be computed inside `group`: at a shape that broadcasts to
+  // the group's (so at most once per element the group computes; in a row kernel a row's shape is
+  // computed once per row), never upstream of a group's product.
+  bool Fits(std::int64_t index, NodeId id) const {
+    const graph::Group& group = plan_.groups[static_cast<std::size_t>(index)];
+    const Node& n = Get(id);
+    switch (group.kind) {
+      case GroupKind::Elementwise:
+      case GroupKind::Rows:
+        return BroadcastsTo(n.shape, group.space);
+      case GroupKind::Scan:
+        return n.shape == group.space;
+      case GroupKind::Gemm:
+        return BroadcastsTo(n.shape, group.space) && !closed_.count(index);
+      default:
+        return false;
+    }
+  }
+
+  void Group() {
+    for (std::size_t i = g_.nodes.size(); i-- > 0;) {
+      NodeId id(static_cast<std::uint32_t>(i));
+      const Node& n = Get(id);
+      if (n.in_body || GroupOf(id) != -1) continue;
+      if (IsHostKind(n.kind) || host_scalar_.count(id.index)) {
+        NewGroup(GroupKind::Host, id, n.shape);
+        continue;
+      }
+      if (n.kind == Kind::KernelOut) {
+        // A kernel call and its outputs are one group, placed with its last output.
+        NodeId call = n.args[0];
+        std::int64_t g = GroupOf(call);
+        if (g == -1) {
+          g = NewGroup(GroupKind::Call, id, n.shape);
+          plan_.groups[static_cast<std::size_t>(g)].kernel = Get(call).text;
+          Join(g, call);
+        } else {
+          Join(g, id);
+        }
+        continue;
+      }
+      if (n.kind == Kind::Kernel) {  // a kernel without outputs
+        std::int64_t g = NewGroup(GroupKind::Call, id, {});
+        plan_.groups[static_cast<std::size_t>(g)].kernel = n.text;
+        continue;
+      }
+      std::set<std::int64_t> users = UserGroups(id);
+      std::int64_t only = users.size() == 1 ? *users.begin() : -1;
+      graph::Group* group = only >= 0 ? &plan_.groups[static_cast<std::size_t>(only)] : nullptr;
+      if (n.kind == Kind::View) {
+        // Views move no data: one consumer reads through it, several each do.
+        if (group && group->kind != GroupKind::Host && group->kind != GroupKind::Call &&
+            group->kind != GroupKind::Attention) {
+          Join(only, id);
+        } else {
+          GroupOf(id) = kLooseView;
+        }
+        continue;
+      }
+      if (IsElementwiseKind(n.kind)) {
+        if (group && Fits(only, id)) {
+          Join(only, id);
+        } else {
+          NewGroup(GroupKind::Elementwise, id, n.shape);
+        }
+        continue;
+      }
+      if (n.kind == Kind::Reduce) {
+        // A reduction joins the group that broadcasts its result back over its rows (or computes
+        // on the per-row results): that group becomes a row kernel over the reduced rows.
+        const std::vector<Dim>& rows = Get(n.args[0]).shape;
+        bool fits =
+            group && ((group->kind == GroupKind::Rows && group->space == rows) ||
+                      (group->kind == GroupKind::Elementwise && (group->space == rows || group->space == n.shape)));
+        if (fits) {
+          group->kind = GroupKind::Rows;
+          group->space = rows;
+          Join(only, id);
+        } else {
+          NewGroup(GroupKind::Rows, id, rows);
+        }
+        continue;
+      }
+      if (n.kind == Kind::Scan) {
+        if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
+          group->kind = GroupKind::Scan;
+          Join(only, id);
+        } else {
+          NewGroup(GroupKind::Scan, id, n.shape);
+        }
+        continue;
+      }
+      if (n.kind == Kind::MatMul) {
+        std::int64_t g = -1;
+        if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
+          group->kind = GroupKind::Gemm;
+          Join(only, id);
+          g = only;
+        } else {
+          g = NewGroup(GroupKind::Gemm, id, n.shape);
+        }
+        closed_.insert(g);  // what comes before the product is not its epilogue
+        ChooseGemm(g, id);
+        continue;
+      }
+      if (n.kind == Kind::Gather) {
+        NewGroup(GroupKind::Gather, id, n.shape);
+        continue;
+      }
+      if (n.kind == Kind::Concat) {
+        NewGroup(GroupKind::Concat, id, n.shape);
+        continue;
+      }
+      WEFT_INTERNAL_ERROR("graph: fusion has no rule for a `" + std::string(Spelling(n.kind)) + "` node");
+    }
+  }
+
+  // The stdlib kernel a product runs on, or why none fits (then a generic kernel computes it).
+  void ChooseGemm(std::int64_t g, NodeId id) {
+    graph::Group& group = plan_.groups[static_cast<std::size_t>(g)];
+    const Node& mm = Get(id);
+    const Node& a = Get(mm.args[0]);
+    const Node& b = Get(mm.args[1]);
+    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) {
+      group.why = std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) + " operands";
+      return;
+    }
+    if (a.shape.size() != 2 || b.shape.size() != 2) {
+      group.why = "batched: the stdlib gemm takes rank-2 operands";
+      return;
+    }
+    // A transposed b (a view read by the product alone) is the `_nt` kernel's operand.
+    bool nt = b.kind == Kind::View && b.fn == "transpose" && users_[mm.args[1].index].size() == 1;
+    std::string in(Spelling(a.dtype));
+    group.kernel = "gemm_" + in + (nt ? "_nt" : "");
+    // What the epilogue stores decides the output dtype; the kernel rounds to it as it stores.
+    const Node& root = Get(group.nodes.front());
+    if (!nt && root.dtype != Dtype::F32 && (root.dtype == Dtype::BF16 || root.dtype == Dtype::F16))
+      group.kernel += "_" + std::string(Spelling(root.dtype));
+    group.why = "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time";
+  }
+
+  // softmax(matmul_f32 q (transpose k) * rsqrt (cast f32 d)) cast to bf16, times v: the stdlib
+  // attention kernel of head dim d, when every value in between has no other use.
+  void MatchAttention() {
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      NodeId id(static_cast<std::uint32_t>(i));
+      std::vector<NodeId> members;
+      if (auto kernel = Attention(id, members)) {
+        std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
+        for (NodeId m : members)
+          if (m != id) Join(g, m);
+        plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
+        plan_.groups[static_cast<std::size_t>(g)].why =
+            "softmax(q k^T / sqrt(d)) v, not causal; where s % 128 == 0, t % 64 == 0 at run time";
+      }
+    }
+  }
+
+  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members) const {
+    auto is = [&](NodeId id, Kind kind, std::string_view fn) {
+      const Node& n = Get(id);
+      return !n.in_body && n.kind == kind && (fn.empty() || n.fn == fn);
+    };
+    if (!is(out, Kind::MatMul, "@")) return std::nullopt;
+    NodeId cast = Get(out).args[0], v = Get(out).args[1];
+    if (!is(cast, Kind::Cast, "") || Get(cast).dtype != Dtype::BF16) return std::nullopt;
+    NodeId p = Get(cast).args[0];
+    if (!is(p, Kind::Map, "/")) return std::nullopt;
+    NodeId e = Get(p).args[0], x1 = Get(p).args[1];
+    if (!is(e, Kind::Map, "exp") || !is(x1, Kind::View, "expand")) return std::nullopt;
+    NodeId sum = Get(x1).args[0];
+    if (!is(sum, Kind::Reduce, "sum") || Get(sum).args[0] != e) return std::nullopt;
+    NodeId d = Get(e).args[0];
+    if (!is(d, Kind::Map, "-")) return std::nullopt;
+    NodeId s = Get(d).args[0], x2 = Get(d).args[1];
+    if (!is(x2, Kind::View, "expand")) return std::nullopt;
+    NodeId max = Get(x2).args[0];
+    if (!is(max, Kind::Reduce, "max") || Get(max).args[0] != s) return std::nullopt;
+    if (!is(s, Kind::Map, "*")) return std::nullopt;
+    NodeId scores = Get(s).args[0], scale = Get(s).args[1];
+    if (!is(scores, Kind::MatMul, "matmul_f32")) return std::nullopt;
+    NodeId q = Get(scores).args[0], kt = Get(scores).args[1];
+    if (!is(kt, Kind::View, "transpose")) return std::nullopt;
+    NodeId k = Get(kt).args[0];
+    // The scale must be the kernel's: rsqrt (cast f32 d) of the head dim d.
+    if (!is(scale, Kind::Map, "rsqrt") || !is(Get(scale).args[0], Kind::Cast, "")) return std::nullopt;
+    NodeId size = Get(Get(scale).args[0]).args[0];
+    if (Get(size).kind != Kind::Size) return std::nullopt;
+    const Node &qn = Get(q), &kn = Get(k), &vn = Get(v);
+    if (qn.dtype != Dtype::BF16 || kn.dtype != Dtype::BF16 || vn.dtype != Dtype::BF16) return std::nullopt;
+    if (qn.shape.size() != 3 || kn.shape.size() != 3 || vn.shape.size() != 3) return std::nullopt;
+    std::optional<std::int64_t> dim = qn.shape.back().AsConstant();
+    if (!dim || (*dim != 64 && *dim != 128) || !(Get(size).size == qn.shape.back())) return std::nullopt;
+    if (!(vn.shape.back() == qn.shape.back())) return std::nullopt;
+    members = {out, cast, p, x1, sum, e, d, x2, max, s, scores, kt};
+    // Every value in between is used only inside the pattern.
+    std::set<std::uint32_t> inside;
+    for (NodeId m : members) inside.insert(m.index);
+    for (NodeId m : members) {
+      if (m == out) continue;
+      for (NodeId u : users_[m.index])
+        if (!inside.count(u.index)) return std::nullopt;
+    }
+    return "attention_d" + std::to_string(*dim);
+  }
+
+  // Groups in launch order: by their root's position (the largest node index in the group).
+  void Order() {
+    std::vector<std::size_t> order(plan_.groups.size());
+    std::vector<std::uint32_t> last(plan_.groups.size(), 0);
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+      auto& nodes = plan_.groups[g].nodes;
+      std::sort(nodes.begin(), nodes.end(), [](NodeId a, NodeId b) { return a.index < b.index; });
+      last[g] = nodes.back().index;
+      order[g] = g;
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return last[a] < last[b]; });
+    std::vector<graph::Group> groups;
+    std::vector<std::int64_t> renumber(plan_.groups.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      renumber[order[i]] = static_cast<std::int64_t>(i);
+      groups.push_back(std::move(plan_.groups[order[i]]));
+    }
+    plan_.groups = std::move(groups);
+    for (std::int64_t& g : plan_.group_of)
+      if (g >= 0) g = renumber[static_cast<std::size_t>(g)];
+  }
+
+  // Each group's inputs (values it reads from elsewhere, looking through loose views to the value
+  // that holds the data) and outputs (its values read elsewhere).
+  void Connect() {
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+      graph::Group& group = plan_.groups[g];
+      std::set<std::uint32_t> seen;
+      for (NodeId id : group.nodes) {
+        for (NodeId a : Get(id).args) {
+          if (plan_.group_of[a.index] == static_cast<std::int64_t>(g)) continue;
+          if (seen.insert(a.index).second) group.inputs.push_back(a);
+        }
+        bool outside = g_.result && *g_.result == id;
+        for (NodeId u : users_[id.index]) outside = outside || plan_.group_of[u.index] != static_cast<std::int64_t>(g);
+        if (outside && Get(id).kind != Kind::Kernel) group.outputs.push_back(id);
+      }
+    }
+  }
+
+  // The node that holds the data a value reads: itself, or the base of a loose view.
+  NodeId Base(NodeId id) const {
+    while (plan_.group_of[id.index] == kLooseView) id = Get(id).args[0];
+    return id;
+  }
+
+  static Dim Bytes(const Node& n) {
+    Dim bytes = Dim::Constant((weft::Bits(n.dtype) + 7) / 8);
+    for (const Dim& d : n.shape) bytes = *core::Mul(bytes, d);
+    return bytes;
+  }
+
+  // Linear scan over the launch order: a value lives from the group that makes it to the last
+  // group that reads it (through views too); a buffer whose value is dead is reused by a later
+  // value of the same byte size.
+  void PlanBuffers() {
+    struct Life {
+      NodeId value;
+      std::size_t begin = 0, end = 0;
+    };
+    std::map<std::uint32_t, Life> lives;
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+      const graph::Group& group = plan_.groups[g];
+      for (NodeId out : group.outputs) {
+        const Node& n = Get(out);
+        if (n.kind == Kind::String || n.kind == Kind::TimeEnd || host_scalar_.count(out.index)) continue;
+        if (group.kind == GroupKind::Host && n.kind != Kind::Load && n.kind != Kind::Random &&
+            n.kind != Kind::TensorLit)
+          continue;
+        lives.emplace(out.index, Life{out, g, g});
+      }
+    }
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+      for (NodeId in : plan_.groups[g].inputs) {
+        auto it = lives.find(Base(in).index);
+        if (it != lives.end()) it->second.end = std::max(it->second.end, g);
+      }
+    }
+    if (g_.result) {
+      auto it = lives.find(Base(*g_.result).index);
+      if (it != lives.end()) it->second.end = plan_.groups.size();
+    }
+    std::vector<Life> order;
+    for (auto& [index, life] : lives) order.push_back(life);
+    std::sort(order.begin(), order.end(), [](const Life& a, const Life& b) {
+      return a.begin != b.begin ? a.begin < b.begin : a.value.index < b.value.index;
+    });
+    std::vector<std::size_t> free_after;  // per buffer: the last group that reads its current value
+    for (const Life& life : order) {
+      const Node& n = Get(life.value);
+      std::int64_t chosen = -1;
+      for (std::size_t b = 0; b < plan_.buffers.size(); ++b) {
+        const Node& held = Get(plan_.buffers[b].holds.back());
+        if (free_after[b] < life.begin && Bytes(held) == Bytes(n)) {
+          chosen = static_cast<std::int64_t>(b);
+          break;
+        }
+      }
+      if (chosen < 0) {
+        plan_.buffers.push_back(Buffer{n.dtype, n.shape, {}});
+        free_after.push_back(0);
+        chosen = static_cast<std::int64_t>(plan_.buffers.size() - 1);
+      }
+      plan_.buffers[static_cast<std::size_t>(chosen)].holds.push_back(life.value);
+      free_after[static_cast<std::size_t>(chosen)] = life.end;
+      plan_.buffer_of[life.value.index] = chosen;
+    }
+  }
+
+  static constexpr std::int64_t kLooseView = -2;  // a view read by several groups: in none
+
+  const Graph& g_;
+  Plan plan_;
+  std::vector<std::vector<NodeId>> users_;
+  std::set<std::uint32_t> host_scalar_;
+  std::set<std::int64_t> closed_;  // gemm groups whose product has joined: no more epilogue
+};
+
+}  // namespace
+
+std::size_t Plan::Kernels() const {
+  std::size_t n = 0;
+  for (const Group& g : groups) n += g.kind == GroupKind::Host ? 0 : 1;
+  return n;
+}
+
+Plan Fuse(const Graph& graph) {
+  return Fuser(graph).Run();
+}
+
+}  // namespace weft::graph

@@ -1,0 +1,184 @@
+// The dataflow graph of a program's `main` (docs/graph.md), and the plan that fusion makes of it.
+//
+// Build evaluates `main` the way the interpreter does, but at compile time: definitions are
+// inlined with their element types fixed per call, sizes stay symbolic (dims over `main`'s own
+// size variables, which `load` binds at run time), and every operation becomes a node. Scalar
+// functions given to `map` and `map2` are inlined as elementwise nodes over the whole tensor (a
+// scalar function applied to a tensor by broadcasting means the same); the combiner of `reduce`
+// and `scan` stays a small body of nodes over two rank-0 parameters.
+//
+// Nodes are in program order (a node comes after its operands), and effects (load, random, save,
+// print, a kernel call, the edges of a `time` interval) keep their order in `effects`: a valid
+// launch order is the order of the nodes. Fuse groups the nodes into kernels (Plan) and says which
+// values live in device buffers; the printer shows both (`weft build --emit=graph`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/result.h"
+#include "base/source.h"
+#include "base/typed_id.h"
+#include "core/dim.h"
+#include "core/ir.h"
+#include "core/types.h"
+#include "diagnostics/diagnostic.h"
+
+namespace weft::graph {
+
+using NodeId = TypedId<struct GraphNodeTag>;
+using core::Dim;
+
+enum class Kind : std::uint8_t {
+  // Values the host makes or holds.
+  Constant,   // a literal scalar: `bits` as the dtype holds it
+  Size,       // a size used as an i64 value: `size`
+  String,     // a string literal (`text`), or `arg i` (`args[0]` the index) when `text` is empty
+  Load,       // `load path`: args[0] the path (a String node)
+  Random,     // `random [..] seed`: args[0] the seed
+  TensorLit,  // `[a, b, ..]`: args are the elements, stacked on a new leading axis
+  // Effects.
+  Save,       // `save path x`: args = {path, x}
+  Print,      // `print x`: args = {x}
+  TimeBegin,  // the start of a `time` interval
+  TimeEnd,    // its end: args are the values computed inside (the interval waits for them)
+  Kernel,     // a call of a kernel (the file's or the stdlib's): `text` its name, args its inputs;
+              // its results are KernelOut nodes
+  KernelOut,  // output `index` of the Kernel node args[0]
+  // The array tier.
+  Map,      // an elementwise built-in (`fn`: + - * / % == != < <= > >= && || maximum minimum select
+            // negate abs exp log sqrt rsqrt tanh sigmoid sin cos); operands broadcast to `shape`
+  Cast,     // `cast dtype x`
+  Fill,     // `zeros`, `ones` (fn), or `full` (args[0] the value)
+  Iota,     // `iota [n]`
+  Reduce,   // along the last axis: fn sum, max, min, mean, argmax, or `reduce` with a combiner
+  Scan,     // `scan` with a combiner, along the last axis
+  MatMul,   // `@` (fn "@") or `matmul_f32`
+  View,     // transpose, permute (`permutation`), reshape, expand, or indexing (`index`): no data moves
+  Concat,   // along the last axis
+  Gather,   // rows of args[0] by the indices args[1]
+  Dequant,  // `dequant [group] q scale`
+  Param,    // parameter `index` of a combiner body (rank 0)
+};
+std::string_view Spelling(Kind kind);
+
+// One item of an indexing view (core's IndexItem with the dims in `main`'s terms): At drops the
+// axis at the index args[at] (an i64 node), Slice keeps [lo, hi), All keeps the axis.
+struct IndexItem {
+  enum class What : std::uint8_t { At, Slice, All };
+  What what = What::All;
+  std::size_t at = 0;  // the operand (position in args) that holds the index
+  Dim lo, hi;
+};
+
+// A combiner of `reduce` and `scan`: its body is nodes of the same graph (marked `in_body`) over two
+// Param nodes, the accumulator and the element.
+struct Combiner {
+  NodeId acc, element, result;
+};
+
+struct Node {
+  Kind kind = Kind::Constant;
+  std::string fn;  // the built-in's name (Map, Fill, Reduce, MatMul, View), a kernel's name (Kernel)
+  Dtype dtype = Dtype::F32;
+  std::vector<Dim> shape;  // empty for rank 0; unused for strings and effects
+  std::vector<NodeId> args;
+  Span span;             // the expression it comes from
+  bool in_body = false;  // part of a combiner's body, not of the program's dataflow
+  // Kind-specific.
+  std::uint64_t bits = 0;            // Constant
+  Dim size;                          // Size
+  std::string text;                  // String, Kernel (the path of a literal / the kernel's name)
+  std::vector<int> permutation;      // View permute
+  std::vector<IndexItem> index;      // View index
+  std::optional<Combiner> combiner;  // Reduce/Scan with a function
+  std::size_t output = 0;            // KernelOut: which output; Param: which parameter
+  std::int64_t group = 0;            // Dequant: the group size
+  const core::Def* def = nullptr;    // Kernel: the kernel's definition
+};
+
+// A run-time check the program needs (a checker obligation over sizes only known at run time), in
+// `main`'s terms, at the place in the program where it must hold.
+struct Check {
+  core::DimFact fact;
+  std::string what;
+  std::size_t before = 0;  // checked before node `before` is computed
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<NodeId> effects;  // effect nodes (Load, Random, Save, Print, Time*, Kernel) in order
+  std::vector<Check> checks;
+  std::optional<NodeId> result;  // what `main` returns, when it is a tensor
+  const core::Def* main = nullptr;
+
+  const Node& Get(NodeId id) const { return nodes[id.index]; }
+  Node& Get(NodeId id) { return nodes[id.index]; }
+  NodeId Add(Node node) {
+    nodes.push_back(std::move(node));
+    return NodeId(static_cast<std::uint32_t>(nodes.size() - 1));
+  }
+};
+
+// `main`'s graph, or the diagnostics that say what in it is not compiled (E0800 for a construct
+// the graph does not take yet, E0801). @pre the module checked, `main` among its definitions.
+Result<Graph, std::vector<Diagnostic>> Build(const core::Module& module, const core::VarStore& vars,
+                                             const core::Def& main);
+
+// ---- Fusion ----
+
+// What a group of nodes becomes.
+enum class GroupKind : std::uint8_t {
+  Host,         // made or consumed by the host: load, random, literals, sizes, save, print, time
+  Elementwise,  // one kernel over the output's elements: maps, casts, fills, iota, broadcasts, views
+  Rows,         // one kernel per row of [..s, n]: reductions along n with the elementwise work before
+                // them and the broadcasts of their results after (softmax, layernorm, rmsnorm)
+  Scan,         // `scan` along the last axis, with the elementwise work before it
+  Gemm,         // the stdlib gemm kernel, with the elementwise work after the product as its epilogue
+  Attention,    // the stdlib attention kernel: softmax of a scaled product, times V
+  Gather,       // rows by index
+  Concat,       // along the last axis
+  Call,         // a kernel the program calls
+};
+std::string_view Spelling(GroupKind kind);
+
+struct Group {
+  GroupKind kind = GroupKind::Host;
+  std::vector<NodeId> nodes;    // in program order
+  std::vector<NodeId> inputs;   // values computed elsewhere that the group reads
+  std::vector<NodeId> outputs;  // values of the group read elsewhere: each is materialized
+  std::vector<Dim> space;       // the iteration space: the output's shape (Rows: [..s, n])
+  std::string kernel;           // Gemm, Attention: the stdlib kernel it calls, when one fits
+  std::string why;              // why the kernel is this one, or why a stdlib kernel does not fit
+};
+
+// A device buffer: the values it holds one after another, their lifetimes disjoint.
+struct Buffer {
+  Dtype dtype = Dtype::F32;
+  std::vector<Dim> shape;
+  std::vector<NodeId> holds;
+};
+
+struct Plan {
+  std::vector<Group> groups;           // in launch order
+  std::vector<std::int64_t> group_of;  // per node: its group, -1 for a combiner's body
+  std::vector<Buffer> buffers;
+  std::vector<std::int64_t> buffer_of;  // per node: its buffer, -1 when it has none (a view, a
+                                        // value inside a kernel, a host scalar)
+  std::size_t Kernels() const;          // groups that are GPU kernels (not Host)
+};
+
+// Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.
+Plan Fuse(const Graph& graph);
+
+// The graph and its plan as text (`weft build --emit=graph`).
+std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);
+
+// One line per kernel: its kind and the operations it fuses (`weft explain` of a program).
+std::string Summary(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);
+
+}  // namespace weft::graph

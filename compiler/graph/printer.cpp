@@ -1,0 +1,358 @@
+// The graph and its plan as text: `weft build --emit=graph` (Print) and `weft explain` (Summary).
+// docs/graph.md describes the format.
+#include <sstream>
+
+#include "base/overloaded.h"
+#include "core/type_printer.h"
+#include "graph/graph.h"
+#include "weft/numerics.h"
+
+namespace weft::graph {
+
+std::string_view Spelling(Kind kind) {
+  switch (kind) {
+    case Kind::Constant:
+      return "constant";
+    case Kind::Size:
+      return "size";
+    case Kind::String:
+      return "string";
+    case Kind::Load:
+      return "load";
+    case Kind::Random:
+      return "random";
+    case Kind::TensorLit:
+      return "tensor";
+    case Kind::Save:
+      return "save";
+    case Kind::Print:
+      return "print";
+    case Kind::TimeBegin:
+      return "time.begin";
+    case Kind::TimeEnd:
+      return "time.end";
+    case Kind::Kernel:
+      return "call";
+    case Kind::KernelOut:
+      return "out";
+    case Kind::Map:
+      return "map";
+    case Kind::Cast:
+      return "cast";
+    case Kind::Fill:
+      return "fill";
+    case Kind::Iota:
+      return "iota";
+    case Kind::Reduce:
+      return "reduce";
+    case Kind::Scan:
+      return "scan";
+    case Kind::MatMul:
+      return "matmul";
+    case Kind::View:
+      return "view";
+    case Kind::Concat:
+      return "concat";
+    case Kind::Gather:
+      return "gather";
+    case Kind::Dequant:
+      return "dequant";
+    case Kind::Param:
+      return "param";
+  }
+  return "?";
+}
+
+std::string_view Spelling(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::Host:
+      return "host";
+    case GroupKind::Elementwise:
+      return "elementwise";
+    case GroupKind::Rows:
+      return "rows";
+    case GroupKind::Scan:
+      return "scan";
+    case GroupKind::Gemm:
+      return "gemm";
+    case GroupKind::Attention:
+      return "attention";
+    case GroupKind::Gather:
+      return "gather";
+    case GroupKind::Concat:
+      return "concat";
+    case GroupKind::Call:
+      return "call";
+  }
+  return "?";
+}
+
+namespace {
+
+class Printer {
+ public:
+  Printer(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources)
+      : g_(graph), plan_(plan), types_(vars), sources_(sources) {}
+
+  std::string Dims(const std::vector<Dim>& dims) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + types_.Print(dims[i]);
+    return out + "]";
+  }
+  std::string Type(const Node& n) { return std::string(weft::Spelling(n.dtype)) + Dims(n.shape); }
+  static std::string Ref(NodeId id) { return "%" + std::to_string(id.index); }
+
+  std::string Value(const Node& n) {
+    if (runtime::IsFloatDtype(n.dtype)) {
+      std::ostringstream out;
+      out << runtime::DecodeFloat(n.dtype, n.bits);
+      return out.str();
+    }
+    if (n.dtype == Dtype::Bool) return n.bits ? "true" : "false";
+    if (runtime::IsSignedDtype(n.dtype)) return std::to_string(runtime::WrapSigned(n.bits, n.dtype));
+    return std::to_string(n.bits);
+  }
+
+  // `fn %1 %2` for a node: what it computes.
+  std::string Operation(const Node& n) {
+    std::string args;
+    for (NodeId a : n.args) args += " " + Ref(a);
+    switch (n.kind) {
+      case Kind::Constant:
+        return Value(n);
+      case Kind::Size:
+        return "size " + types_.Print(n.size);
+      case Kind::String:
+        return n.args.empty() ? "\"" + n.text + "\"" : "arg" + args;
+      case Kind::Load:
+        return "load" + args;
+      case Kind::Random:
+        return "random " + Dims(n.shape) + args;
+      case Kind::TensorLit:
+        return "tensor" + args;
+      case Kind::Save:
+        return "save" + args;
+      case Kind::Print:
+        return "print" + args;
+      case Kind::TimeBegin:
+        return "time.begin";
+      case Kind::TimeEnd:
+        return "time.end" + args;
+      case Kind::Kernel:
+        return "call " + n.text + args;
+      case Kind::KernelOut:
+        return "out " + n.text + " of" + args;
+      case Kind::Cast:
+        return "cast " + std::string(weft::Spelling(n.dtype)) + args;
+      case Kind::Fill:
+        return n.fn + " " + Dims(n.shape) + args;
+      case Kind::Iota:
+        return "iota " + Dims(n.shape);
+      case Kind::Reduce:
+      case Kind::Scan:
+        if (n.combiner) return std::string(n.kind == Kind::Reduce ? "reduce" : "scan") + " (" + Body(n) + ")" + args;
+        return n.fn + args;
+      case Kind::View: {
+        if (n.fn == "permute") {
+          std::string p;
+          for (std::size_t i = 0; i < n.permutation.size(); ++i)
+            p += (i ? ", " : "") + std::to_string(n.permutation[i]);
+          return "permute [" + p + "]" + args;
+        }
+        if (n.fn == "reshape" || n.fn == "broadcast") return n.fn + " " + Dims(n.shape) + args;
+        if (n.fn == "index") return "index" + Index(n);
+        return n.fn + args;
+      }
+      case Kind::Dequant:
+        return "dequant [" + std::to_string(n.group) + "]" + args;
+      case Kind::Param:
+        return "param " + std::to_string(n.output);
+      default:
+        return n.fn + args;
+    }
+  }
+
+  std::string Index(const Node& n) {
+    std::string out = " " + Ref(n.args[0]) + "[";
+    for (std::size_t i = 0; i < n.index.size(); ++i) {
+      const IndexItem& item = n.index[i];
+      out += i ? ", " : "";
+      if (item.what == IndexItem::What::At) out += Ref(n.args[item.at]);
+      if (item.what == IndexItem::What::Slice) out += types_.Print(item.lo) + ":" + types_.Print(item.hi);
+      if (item.what == IndexItem::What::All) out += ":";
+    }
+    return out + "]";
+  }
+
+  // A combiner's body as one expression over `acc` and `x`.
+  std::string Body(const Node& n) { return "fn acc x -> " + Expression(n.combiner->result, *n.combiner); }
+  std::string Expression(NodeId id, const Combiner& c) {
+    const Node& n = g_.Get(id);
+    if (id == c.acc) return "acc";
+    if (id == c.element) return "x";
+    if (!n.in_body) return Ref(id);
+    if (n.kind == Kind::Constant) return Value(n);
+    std::string out = n.kind == Kind::Cast ? "cast " + std::string(weft::Spelling(n.dtype)) : n.fn;
+    for (NodeId a : n.args) out += " " + Expression(a, c);
+    return "(" + out + ")";
+  }
+
+  std::string Where(Span span) {
+    if (!span.valid()) return "";
+    const SourceBuffer& buffer = sources_.Get(span.file);
+    LineCol at = buffer.Locate(span.begin);
+    std::string name(buffer.name());
+    if (auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+    return name + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+  }
+
+  // The names of what a group fuses: `max, -, exp, sum, /`.
+  std::string Fused(const Group& group) {
+    std::string out;
+    for (NodeId id : group.nodes) {
+      const Node& n = g_.Get(id);
+      std::string name;
+      switch (n.kind) {
+        case Kind::Cast:
+          name = "cast " + std::string(weft::Spelling(n.dtype));
+          break;
+        case Kind::Reduce:
+          name = n.combiner ? "reduce" : n.fn;
+          break;
+        case Kind::Scan:
+          name = "scan";
+          break;
+        case Kind::Iota:
+          name = "iota";
+          break;
+        case Kind::Dequant:
+          name = "dequant";
+          break;
+        case Kind::Gather:
+          name = "gather";
+          break;
+        case Kind::Concat:
+          name = "concat";
+          break;
+        case Kind::Kernel:
+          name = n.text;
+          break;
+        case Kind::KernelOut:
+          continue;
+        default:
+          name = n.fn;
+          break;
+      }
+      out += (out.empty() ? "" : ", ") + name;
+    }
+    return out;
+  }
+
+  std::string GroupLine(std::size_t index) {
+    const Group& group = plan_.groups[index];
+    std::string line = "k" + std::to_string(kernel_number_.at(index)) + " " + std::string(Spelling(group.kind));
+    if (!group.kernel.empty()) line += " `" + group.kernel + "`";
+    if (group.kind != GroupKind::Call) {
+      const Node& root = g_.Get(group.nodes.back());
+      line += " over " + Dims(group.space) + " -> " + Type(root);
+    }
+    line += ": " + Fused(group);
+    return line;
+  }
+
+  void Number() {
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < plan_.groups.size(); ++i)
+      if (plan_.groups[i].kind != GroupKind::Host) kernel_number_[i] = k++;
+  }
+
+  std::string Where(NodeId id) {
+    std::int64_t g = plan_.group_of[id.index];
+    if (g < 0) return g == -1 ? "" : "view";
+    const Group& group = plan_.groups[static_cast<std::size_t>(g)];
+    if (group.kind == GroupKind::Host) return "host";
+    return "k" + std::to_string(kernel_number_.at(static_cast<std::size_t>(g)));
+  }
+
+  std::string Buffer(NodeId id) {
+    std::int64_t b = plan_.buffer_of[id.index];
+    return b < 0 ? "" : " -> b" + std::to_string(b);
+  }
+
+  std::string Print() {
+    Number();
+    std::ostringstream out;
+    out << "graph of `main`: " << g_.nodes.size() << " nodes, " << plan_.Kernels() << " kernel"
+        << (plan_.Kernels() == 1 ? "" : "s") << ", " << plan_.buffers.size() << " buffer"
+        << (plan_.buffers.size() == 1 ? "" : "s") << "\n";
+    out << "nodes:\n";
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.in_body) continue;
+      NodeId id(static_cast<std::uint32_t>(i));
+      std::string line = "  " + Ref(id) + " = " + Operation(n);
+      bool typed = n.kind != Kind::String && n.kind != Kind::Save && n.kind != Kind::Print &&
+                   n.kind != Kind::TimeBegin && n.kind != Kind::Kernel;
+      if (typed) line += " : " + Type(n);
+      std::string where = Where(id);
+      line += std::string(line.size() < 56 ? 56 - line.size() : 1, ' ') + where + Buffer(id);
+      out << line << "  " << Where(n.span) << "\n";
+    }
+    out << "kernels:\n";
+    for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
+      const Group& group = plan_.groups[i];
+      if (group.kind == GroupKind::Host) continue;
+      out << "  " << GroupLine(i) << "\n";
+      std::string reads, writes;
+      for (NodeId in : group.inputs) reads += " " + Ref(in);
+      for (NodeId o : group.outputs) writes += " " + Ref(o) + Buffer(o);
+      out << "    reads" << (reads.empty() ? " nothing" : reads) << "; writes" << (writes.empty() ? " nothing" : writes)
+          << "\n";
+      if (!group.why.empty()) out << "    " << group.why << "\n";
+    }
+    if (!g_.checks.empty()) {
+      out << "checks:\n";
+      for (const Check& c : g_.checks)
+        out << "  before %" << c.before << ": " << types_.Print(c.fact.lhs) << " " << core::Spelling(c.fact.relation)
+            << " " << types_.Print(c.fact.rhs) << " (" << c.what << ")\n";
+    }
+    out << "buffers:\n";
+    for (std::size_t b = 0; b < plan_.buffers.size(); ++b) {
+      const graph::Buffer& buffer = plan_.buffers[b];
+      out << "  b" << b << " " << weft::Spelling(buffer.dtype) << Dims(buffer.shape) << ":";
+      for (NodeId id : buffer.holds) out << " " << Ref(id);
+      out << "\n";
+    }
+    return out.str();
+  }
+
+  std::string Summary() {
+    Number();
+    std::ostringstream out;
+    out << "`main` runs as " << plan_.Kernels() << " kernel" << (plan_.Kernels() == 1 ? "" : "s") << ":\n";
+    for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
+      if (plan_.groups[i].kind == GroupKind::Host) continue;
+      out << "  " << GroupLine(i) << "  (" << Where(g_.Get(plan_.groups[i].nodes.back()).span) << ")\n";
+    }
+    return out.str();
+  }
+
+ private:
+  const Graph& g_;
+  const Plan& plan_;
+  core::TypePrinter types_;
+  const SourceManager& sources_;
+  std::map<std::size_t, std::size_t> kernel_number_;
+};
+
+}  // namespace
+
+std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources) {
+  return Printer(graph, plan, vars, sources).Print();
+}
+
+std::string Summary(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources) {
+  return Printer(graph, plan, vars, sources).Summary();
+}
+
+}  // namespace weft::graph
