@@ -1,0 +1,148 @@
+// Array kernels (codegen/array.h): every group that HasArrayKernel takes in every program of
+// tests/lit/graph and examples generates on sm_80 and sm_90a, and ptxas assembles its PTX (skipped,
+// with a warning, without the CUDA toolkit). Plus checks of the code's shape: the elementwise
+// kernel of chain.weft has a 16-byte vector path, softmax's row kernel reduces by warp shuffles.
+// WEFT_DUMP_PTX=DIR writes each kernel's PTX and LLVM IR there.
+// Whether the kernels compute the interpreter's values is checked on a GPU, end to end.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "check/check.h"
+#include "codegen/array.h"
+#include "graph/graph.h"
+#include "kernels.h"
+#include "syntax/parser.h"
+
+namespace weft::codegen {
+namespace {
+
+// The program's graph and plan, or nothing when it does not check or has no graph (a program
+// written to fail, or one the graph refuses).
+struct Program {
+  SourceManager sources;
+  std::optional<check::CheckResult> result;
+  std::optional<graph::Graph> graph;
+  graph::Plan plan;
+};
+
+std::unique_ptr<Program> Load(const std::string& file) {
+  auto p = std::make_unique<Program>();
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  Diagnostics diagnostics;
+  FileId id = p->sources.Add(file, text.str());
+  syntax::Ast ast = syntax::Parse(p->sources, id, diagnostics);
+  if (diagnostics.has_errors()) return nullptr;
+  check::CheckOptions options;
+  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
+  p->result = check::Check(p->sources, ast, diagnostics, options);
+  if (diagnostics.has_errors()) return nullptr;
+  const core::Def* main = p->result->module.Find("main");
+  if (!main || main->span.file != id) return nullptr;
+  auto graph = graph::Build(p->result->module, p->result->vars, *main);
+  if (!graph) return nullptr;
+  p->graph = std::move(*graph);
+  p->plan = graph::Fuse(*p->graph);
+  return p;
+}
+
+std::vector<std::string> Programs() {
+  std::vector<std::string> files;
+  for (const char* dir : {"tests/lit/graph", "examples"})
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/" + dir))
+      if (entry.path().extension() == ".weft") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool Assemble(const std::string& ptxas, const std::string& ptx, const std::string& arch, std::string& report) {
+  auto dir = std::filesystem::temp_directory_path() / ("weft-array-ptxas-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string in = (dir / "kernel.ptx").string(), out = (dir / "kernel.cubin").string();
+  std::ofstream(in) << ptx;
+  std::string command = "'" + ptxas + "' -arch=" + arch + " '" + in + "' -o '" + out + "' 2>&1";
+  report.clear();
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return false;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
+  int status = pclose(pipe);
+  std::filesystem::remove_all(dir);
+  return status == 0;
+}
+
+// The kernel of the first group of `kind` in `file` (relative to the source tree).
+std::optional<ArrayKernel> KernelOf(const std::string& file, graph::GroupKind kind) {
+  auto p = Load(std::string(WEFT_SOURCE_DIR) + "/" + file);
+  if (!p) return std::nullopt;
+  for (std::size_t g = 0; g < p->plan.groups.size(); ++g) {
+    if (p->plan.groups[g].kind != kind || !HasArrayKernel(*p->graph, p->plan, g)) continue;
+    auto k = EmitArrayKernel(*p->graph, p->plan, g, synth::Target::Sm80, p->sources);
+    if (!k) return std::nullopt;
+    return *k;
+  }
+  return std::nullopt;
+}
+
+TEST_CASE("array: every group of the graph tests and examples generates and assembles", "[array]") {
+  std::string ptxas = testing::FindPtxas();
+  if (ptxas.empty()) WARN("SKIPPED the ptxas half: no ptxas (CUDA toolkit) on PATH or in /usr/local/cuda/bin");
+  int kernels = 0;
+  for (const std::string& file : Programs()) {
+    auto p = Load(file);
+    if (!p) continue;
+    for (std::size_t g = 0; g < p->plan.groups.size(); ++g) {
+      if (!HasArrayKernel(*p->graph, p->plan, g)) continue;
+      for (synth::Target target : {synth::Target::Sm80, synth::Target::Sm90a}) {
+        const char* arch = target == synth::Target::Sm80 ? "sm_80" : "sm_90a";
+        INFO(file << " group k" << g << " (" << graph::Spelling(p->plan.groups[g].kind) << ") on " << arch);
+        auto k = EmitArrayKernel(*p->graph, p->plan, g, target, p->sources);
+        if (!k) FAIL(k.error());
+        ++kernels;
+        CHECK(k->device.entry == "weft_array_" + std::to_string(g));
+        CHECK(k->tensors.size() >= k->inputs + p->plan.groups[g].outputs.size());
+        CHECK(!k->grid.empty());
+        CHECK(k->grid.size() <= 3);
+        CHECK(k->device.threads > 0);
+        if (const char* dump = std::getenv("WEFT_DUMP_PTX")) {
+          std::string name = std::filesystem::path(file).stem().string() + "_k" + std::to_string(g) + "_" + arch;
+          std::filesystem::create_directories(dump);
+          std::ofstream(std::string(dump) + "/" + name + ".ptx") << k->device.ptx;
+          std::ofstream(std::string(dump) + "/" + name + ".ll") << k->device.llvm_ir;
+        }
+        if (ptxas.empty()) continue;
+        std::string report;
+        bool ok = Assemble(ptxas, k->device.ptx, arch, report);
+        INFO(report);
+        CHECK(ok);
+      }
+    }
+  }
+  CHECK(kernels > 20);
+}
+
+TEST_CASE("array: the elementwise kernel of chain.weft has a 16-byte vector path", "[array]") {
+  auto k = KernelOf("tests/lit/graph/chain.weft", graph::GroupKind::Elementwise);
+  REQUIRE(k);
+  const std::string& ptx = k->device.ptx;
+  CHECK((ptx.find("ld.global.v4") != std::string::npos || ptx.find("ld.global.nc.v4") != std::string::npos));
+  CHECK(ptx.find("st.global.v") != std::string::npos);
+}
+
+TEST_CASE("array: softmax's row kernel reduces by warp shuffles", "[array]") {
+  auto k = KernelOf("tests/lit/graph/softmax.weft", graph::GroupKind::Rows);
+  REQUIRE(k);
+  CHECK(k->device.ptx.find("shfl.sync.bfly") != std::string::npos);
+  CHECK(k->grid.size() == 1);
+}
+
+}  // namespace
+}  // namespace weft::codegen
