@@ -130,6 +130,11 @@ class Emitter {
   // The element (row, col) of TV layout `tv` for this thread and value v: i32 values.
   std::pair<llvm::Value*, llvm::Value*> TvElement(const TvLayout& tv, std::int64_t v);
   llvm::Value* SharedOffset(ValueId shared, llvm::Value* row, llvm::Value* col);  // i32 element offset
+  // The byte offset in @weft_smem (i32) of value v of copy layout `copy` in shared tile `smem` at
+  // `base`. Where, in every thread, value v's swizzled offset is value 0's xor X plus A (constants:
+  // a k16 slice or a row further on, the swizzle's xor), it is computed from value 0's: one
+  // register for all of them, an xor and an immediate offset each, instead of a register each.
+  llvm::Value* CopyAddress(ValueId smem, const TvLayout& copy, std::int64_t v, llvm::Value* base, int element_bytes);
   llvm::Value* DimValue(const core::Dim& d);
   llvm::Value* Scalar(ValueId v);
   llvm::Value* Convert(llvm::Value* x, Dtype from, Dtype to);
@@ -157,6 +162,7 @@ class Emitter {
     llvm::Value* slot;
     llvm::Value* live;
     llvm::Value* bar = nullptr;  // TMA: the slot's mbarrier
+    int part = 0, parts = 1;     // cp.async: only vectors v with v * parts / vectors == part
   };
   void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s, const Prefetch* prefetch = nullptr);
   llvm::Value* SharedBase(ValueId dst, llvm::Value* slot);
@@ -176,6 +182,23 @@ class Emitter {
   };
   std::map<std::uint32_t, Streamed> streamed_;
   void EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m);
+  // A cp.async ring whose body is `acc = mma (regs a) (regs b) acc` with both operands streamed
+  // from the ring's tiles (the gemm), software-pipelined as CUTLASS's multistage mainloop: slice
+  // s + 1's fragments are loaded before slice s's products, the ring's wait and barrier come after
+  // the products of slice S - 2, and slice 0 of the next iteration is loaded (from the next slot)
+  // before the products of slice S - 1 and carried around the loop.
+  struct MmaRing {
+    OpId mma;
+    std::vector<llvm::Value*> a0, b0;            // slice 0 of this iteration (phis)
+    std::vector<llvm::Value*> next_a0, next_b0;  // out: slice 0 of the next iteration
+    std::function<void()> barrier;               // the refill's commit, the ring's wait and bar.sync
+    std::function<void(std::int64_t)> copies;    // the refill's part issued in slice s
+    std::function<void(bool)> slot;              // the ring's tiles at this (false) or the next (true) slot
+  };
+  MmaRing* ring_mma_ = nullptr;
+  // The mma of such a loop (and the body's `regs` and `transpose` ops it reads through), or none.
+  std::optional<OpId> RingMma(const tile::op::Loop& loop, const std::set<std::uint32_t>& copy_ops);
+  void LoadSlice(ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s, std::int64_t slices);
 
   // --- sm_90a: TMA, mbarriers, wgmma ---
   // The TMA copies' tensor maps (one per parameter, box and swizzle), found before the entry's
@@ -374,6 +397,40 @@ llvm::Value* Emitter::SharedOffset(ValueId shared, llvm::Value* row, llvm::Value
   llvm::Value* y = b_.CreateAnd(linear, I32(s.yyy_mask()));
   y = s.shift() >= 0 ? b_.CreateLShr(y, I32(s.shift())) : b_.CreateShl(y, I32(-s.shift()));
   return b_.CreateXor(linear, y);
+}
+
+llvm::Value* Emitter::CopyAddress(ValueId smem, const TvLayout& copy, std::int64_t v, llvm::Value* base,
+                                  int element_bytes) {
+  auto direct = [&](std::int64_t value) {
+    auto [row, col] = TvElement(copy, value);
+    return b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(element_bytes)));
+  };
+  const synth::ValueChoice& vc = plan_.values.at(smem.index);
+  std::int64_t rows = Extent(smem).row;
+  // SharedOffset's function, evaluated here: the layout of index row + rows * col, swizzled.
+  if (v == 0 || !vc.shared || (vc.shared->layout().rank() == 2 && vc.shared->layout().Mode(0).size() != rows))
+    return direct(v);
+  const FlatTv& fc = Flat(copy);
+  auto offset = [&](std::int64_t t, std::int64_t value) {
+    RowCol e = fc.At(t, value);
+    return (*vc.shared)(e.row + rows * e.col);
+  };
+  // The base's alignment: an xor below it commutes with adding the base.
+  auto low_bit = [](std::int64_t x) { return x == 0 ? std::int64_t{1} << 40 : x & -x; };
+  std::int64_t align = low_bit(vc.shared_offset);
+  if (vc.stages > 1) align = std::min(align, low_bit(vc.stage_bytes));
+  std::int64_t o0 = offset(0, 0), ov = offset(0, v);
+  for (int k = 0; k < 24; ++k) {
+    std::int64_t x = (ov ^ o0) & ((std::int64_t{1} << k) - 1), a = ov - (o0 ^ x);
+    if (x && x * element_bytes >= align) break;
+    bool holds = true;
+    for (std::int64_t t = 0; t < fc.threads && holds; ++t) holds = offset(t, v) == ((offset(t, 0) ^ x) + a);
+    if (!holds) continue;
+    llvm::Value* at = direct(0);
+    if (x) at = b_.CreateXor(at, I32(x * element_bytes));
+    return a ? b_.CreateAdd(at, I32(a * element_bytes)) : at;
+  }
+  return direct(v);
 }
 
 llvm::Value* Emitter::DimValue(const core::Dim& d) {
@@ -654,9 +711,9 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   if (!iterations_.empty() && !prefetch) Barrier();
   llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
   for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
+    if (prefetch && v * prefetch->parts / Flat(copy).values != prefetch->part) continue;
     auto [row, col] = TvElement(copy, v);
-    llvm::Value* soff = b_.CreateMul(SharedOffset(dst, row, col), I32(e));
-    llvm::Value* saddr = b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(base, soff));
+    llvm::Value* saddr = b_.CreateGEP(b_.getInt8Ty(), smem_, CopyAddress(dst, copy, v, base, e));
     llvm::Value* goff =
         b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), src->strides[src->extents.size() - 2]),
                      b_.CreateZExt(col, b_.getInt64Ty()));
@@ -723,9 +780,7 @@ void Emitter::EmitLdmatrix(OpId id, ValueId dst, ValueId src, std::int64_t first
   llvm::Type* elem = ElemType(Val(dst).dtype);
   std::string what = "`" + choice.instruction + "`";
   for (std::int64_t v = first; v < last; ++v) {
-    auto [row, col] = TvElement(copy, v);
-    llvm::Value* addr =
-        b_.CreateGEP(b_.getInt8Ty(), smem_, b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(2))));
+    llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem_, CopyAddress(smem, copy, v, base, 2));
     llvm::Value* loaded = Intrinsic(iid, {addr});
     for (int j = 0; j < count; ++j) {
       llvm::Value* reg = count == 1 && !loaded->getType()->isStructTy()
@@ -804,6 +859,15 @@ void Emitter::EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& 
   slots_[dst.index].regs = std::move(regs);
 }
 
+void Emitter::LoadSlice(ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s, std::int64_t slices) {
+  auto it = streamed_.find(v.index);
+  if (it == streamed_.end()) return;
+  std::int64_t instructions = Flat(*plan_.ops.at(it->second.op.index).copy).values;
+  if (instructions % slices) Fail("a streamed operand " + Name(v) + " whose loads are not whole k16 slices");
+  std::int64_t per = instructions / slices;
+  EmitLdmatrix(it->second.op, v, it->second.src, s * per, (s + 1) * per, regs);
+}
+
 // The top-left element of each warp's part of the accumulator.
 std::vector<RowCol> WarpOrigins(const FlatTv& acc, std::int64_t cols, int warps) {
   std::vector<RowCol> out;
@@ -851,14 +915,7 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   };
   std::vector<llvm::Value*> ra = operand(m.a), rb = operand(m.b);
   if (ra.empty() || rb.empty()) Fail("an mma operand that is not in registers");
-  auto load_slice = [&](ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s) {
-    auto it = streamed_.find(v.index);
-    if (it == streamed_.end()) return;
-    std::int64_t instructions = Flat(*plan_.ops.at(it->second.op.index).copy).values, slices = K / 16;
-    if (instructions % slices) Fail("a streamed operand " + Name(v) + " whose loads are not whole k16 slices");
-    std::int64_t per = instructions / slices;
-    EmitLdmatrix(it->second.op, v, it->second.src, s * per, (s + 1) * per, regs);
-  };
+  auto load_slice = [&](ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s) { LoadSlice(v, regs, s, K / 16); };
   std::string what = "`" + choice.instruction + "`";
   auto reg = [&](const std::vector<llvm::Value*>& regs, ValueId v, int idx) {
     llvm::Value* x = regs[static_cast<std::size_t>(idx)];
@@ -921,7 +978,40 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     for (int i = 0; i < 4; ++i)
       acc[static_cast<std::size_t>(c_index[i])] = b_.CreateExtractValue(d, {static_cast<unsigned>(i)});
   };
-  if (streamed_.count(m.a.index) || streamed_.count(m.b.index)) {
+  if (ring_mma_ && ring_mma_->mma == id) {
+    // Software-pipelined (MmaRing): slice s's fragments were loaded before slice s - 1's products
+    // (slice 0 in the previous iteration); the ring's barrier separates the last read of this
+    // iteration's slot from the first read of the next one.
+    std::int64_t slices = K / 16;
+    MmaRing& ring = *ring_mma_;
+    std::vector<llvm::Value*> ca = ring.a0, cb = ring.b0;
+    for (std::int64_t s = 0; s < slices; ++s) {
+      std::vector<llvm::Value*> na(ra.size(), nullptr), nb(rb.size(), nullptr);
+      if (slices == 1) {
+        ring.copies(0);
+        ring.barrier();
+      }
+      if (s + 1 < slices) {
+        load_slice(m.a, na, s + 1);
+        load_slice(m.b, nb, s + 1);
+      } else {
+        ring.slot(true);
+        load_slice(m.a, na, 0);
+        load_slice(m.b, nb, 0);
+        ring.slot(false);
+        ring.next_a0 = na;
+        ring.next_b0 = nb;
+      }
+      if (slices > 1) ring.copies(s);
+      ra = ca;
+      rb = cb;
+      for (std::int64_t am = 0; am < wm / 16; ++am)
+        for (std::int64_t an = 0; an < wn / 8; ++an) step(am, an, 16 * s);
+      if (s + 2 == slices) ring.barrier();
+      ca = std::move(na);
+      cb = std::move(nb);
+    }
+  } else if (streamed_.count(m.a.index) || streamed_.count(m.b.index)) {
     for (std::int64_t k0 = 0; k0 < K; k0 += 16) {  // slice by slice: its loads, then its products
       load_slice(m.a, ra, k0 / 16);
       load_slice(m.b, rb, k0 / 16);
@@ -1576,6 +1666,55 @@ std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
   return out;
 }
 
+std::optional<OpId> Emitter::RingMma(const tile::op::Loop& loop, const std::set<std::uint32_t>& copy_ops) {
+  if (loop.carried.size() != 1 || Val(loop.carried[0]).space != tile::Space::Reg) return std::nullopt;
+  std::optional<OpId> mma;
+  std::map<std::uint32_t, const tile::Op*> defs;  // the body's ops by result
+  for (OpId id : loop.body) {
+    const tile::Op& op = k_.Get(id);
+    for (ValueId r : op.results) defs[r.index] = &op;
+    if (copy_ops.count(id.index)) continue;
+    bool pure = std::holds_alternative<tile::op::View>(op.node) ||
+                std::holds_alternative<tile::op::ScalarOp>(op.node) ||
+                std::holds_alternative<tile::op::Constant>(op.node) ||
+                std::holds_alternative<tile::op::Size>(op.node) || std::holds_alternative<tile::op::Transpose>(op.node);
+    if (pure) continue;
+    if (std::holds_alternative<tile::op::ToRegs>(op.node)) {
+      if (!plan_.values.at(op.results.at(0).index).streamed ||
+          !StartsWith(plan_.ops.at(id.index).instruction, "ldmatrix"))
+        return std::nullopt;
+      continue;
+    }
+    if (!std::holds_alternative<tile::op::Mma>(op.node) || mma) return std::nullopt;
+    mma = id;
+  }
+  if (!mma) return std::nullopt;
+  const tile::Op& op = k_.Get(*mma);
+  const auto& m = std::get<tile::op::Mma>(op.node);
+  if (!StartsWith(plan_.ops.at(mma->index).instruction, "mma.m16n8k16")) return std::nullopt;
+  if (m.acc != loop.carried[0] || loop.yields.at(0) != op.results.at(0)) return std::nullopt;
+  // Each operand: a streamed `regs` of a tile of the ring, or of a transposed view of one.
+  for (ValueId v : {m.a, m.b}) {
+    auto def = defs.find(v.index);
+    if (def == defs.end() || !std::holds_alternative<tile::op::ToRegs>(def->second->node)) return std::nullopt;
+    ValueId src = std::get<tile::op::ToRegs>(def->second->node).src;
+    auto sdef = defs.find(src.index);
+    if (sdef != defs.end())
+      if (const auto* t = std::get_if<tile::op::Transpose>(&sdef->second->node)) sdef = defs.find(t->src.index);
+    if (sdef == defs.end() || !std::holds_alternative<tile::op::ToShared>(sdef->second->node)) return std::nullopt;
+    bool in_ring = false;
+    for (std::uint32_t c : copy_ops)
+      in_ring |= k_.Get(OpId{c}).results.size() == 1 && k_.Get(OpId{c}).results[0] == sdef->second->results.at(0);
+    if (!in_ring) return std::nullopt;
+  }
+  // Every other use of the `regs` results or the product would see a slice at a time.
+  for (OpId id : loop.body)
+    if (id.index != mma->index)
+      for (ValueId operand : tile::Operands(k_.Get(id)))
+        if (operand == m.a || operand == m.b || operand == op.results.at(0)) return std::nullopt;
+  return mma;
+}
+
 void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   llvm::Value* bound = Scalar(loop.bound);
   // A pipelined loop whose copies depend only on the counter issues them `stages - 1` iterations
@@ -1604,10 +1743,12 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     });
     Barrier();
   }
-  auto issue = [&](llvm::Value* iteration) {
+  auto issue = [&](llvm::Value* iteration, int part = 0, int parts = 1, bool commit = true) {
     slots_[loop.counter.index].scalar = iteration;
     llvm::Value* slot = b_.CreateURem(iteration, I64(stages));
     Prefetch p{slot, b_.CreateICmpSLT(iteration, bound)};
+    p.part = part;
+    p.parts = parts;
     if (tma) {
       p.bar = Mbarrier(b_.CreateTrunc(slot, b_.getInt32Ty()));
       IfThread0(p.live, [&] { hopper::MbarrierArriveExpectTx(b_, SharedAddress(p.bar), I32(tma_bytes)); });
@@ -1620,9 +1761,41 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       else
         EmitOp(id);
     }
-    if (!tma) Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+    if (!tma && commit) Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
   };
   for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
+  // A gemm's ring (MmaRing): the mma's operands are loaded a slice ahead, slice 0 of iteration 0
+  // before the loop, once it has landed.
+  std::optional<OpId> ring_mma = stages && !tma ? RingMma(loop, copy_ops) : std::nullopt;
+  MmaRing ring;
+  std::set<std::uint32_t> ring_tiles;  // the ring's shared tiles
+  for (OpId id : copies)
+    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node)) ring_tiles.insert(k_.Get(id).results.at(0).index);
+  auto set_ring_slot = [&](llvm::Value* slot) {
+    for (std::uint32_t t : ring_tiles) slots_[t].shared = SharedBase(ValueId{t}, slot);
+    for (OpId id : loop.body)
+      if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(id).node))
+        if (ring_tiles.count(t->src.index)) slots_[k_.Get(id).results.at(0).index].shared = slots_[t->src.index].shared;
+  };
+  std::int64_t ring_slices = 0;
+  if (ring_mma) {
+    const auto& m = std::get<tile::op::Mma>(k_.Get(*ring_mma).node);
+    ring_slices = Extent(m.a).col / 16;
+    Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 2)});
+    Barrier();
+    set_ring_slot(I64(0));
+    for (OpId id : loop.body) {
+      const tile::Op& body_op = k_.Get(id);
+      if (std::holds_alternative<tile::op::Transpose>(body_op.node) ||
+          std::holds_alternative<tile::op::ToRegs>(body_op.node))
+        EmitOp(id);
+    }
+    ring.mma = *ring_mma;
+    ring.a0.assign(static_cast<std::size_t>(Flat(Tv(m.a)).values), nullptr);
+    ring.b0.assign(static_cast<std::size_t>(Flat(Tv(m.b)).values), nullptr);
+    LoadSlice(m.a, ring.a0, 0, ring_slices);
+    LoadSlice(m.b, ring.b0, 0, ring_slices);
+  }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -1656,6 +1829,15 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     }
     phis.push_back(std::move(p));
   }
+  std::vector<std::pair<std::size_t, llvm::PHINode*>> ring_phis_a, ring_phis_b;
+  for (auto [regs, out] : {std::pair{&ring.a0, &ring_phis_a}, std::pair{&ring.b0, &ring_phis_b}})
+    for (std::size_t i = 0; i < regs->size(); ++i)
+      if (llvm::Value* x = (*regs)[i]) {
+        llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+        phi->addIncoming(x, pre);
+        (*regs)[i] = phi;
+        out->emplace_back(i, phi);
+      }
   b_.CreateCondBr(b_.CreateICmpSLT(counter, bound), body, exit);
   b_.SetInsertPoint(body);
   iterations_.push_back(counter);
@@ -1683,6 +1865,41 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     Barrier();
     issue(b_.CreateAdd(counter, I64(stages - 1)));
     slots_[loop.counter.index].scalar = counter;
+  } else if (ring_mma) {
+    // Slot it % stages is read by this iteration's slices 1 .. S - 1 (loaded before the barrier
+    // after slice S - 2's products) and by its slice 0, loaded in the previous iteration after that
+    // one's barrier. Iteration it + stages - 1 refills slot (it - 1) % stages, which every thread
+    // is done with (past the previous iteration's barrier): its copies are spread over slices
+    // 0 .. S - 2 (a part of each copy's vectors in each, as CUTLASS interleaves them with the
+    // products), committed as one group before the barrier, which waits for iteration it + 1 (all
+    // but the newest stages - 2 groups).
+    slots_[loop.counter.index].scalar = counter;
+    int parts = static_cast<int>(std::max<std::int64_t>(1, ring_slices - 1));
+    ring.copies = [&](std::int64_t s) {
+      if (s >= parts) return;
+      issue(b_.CreateAdd(counter, I64(stages - 1)), static_cast<int>(s), parts, false);
+      slots_[loop.counter.index].scalar = counter;
+      set_ring_slot(b_.CreateURem(counter, I64(stages)));
+    };
+    ring.barrier = [&] {
+      Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+      Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(stages - 2)});
+      Barrier();
+    };
+    ring.slot = [&](bool next) {
+      set_ring_slot(b_.CreateURem(next ? b_.CreateAdd(counter, I64(1)) : counter, I64(stages)));
+    };
+    ring_mma_ = &ring;
+    for (OpId id : loop.body) {
+      const tile::Op& body_op = k_.Get(id);
+      if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
+        ValueId dst = body_op.results.at(0);
+        slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
+      } else {
+        EmitOp(id);
+      }
+    }
+    ring_mma_ = nullptr;
   } else if (stages) {
     // One barrier per iteration (stages >= 2): once this thread's copies of iteration `it` have
     // landed (all but the newest stages - 2 groups), the barrier says every thread's have, and that
@@ -1716,6 +1933,12 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       for (std::size_t r = 0; r < regs.size(); ++r) phis[i][r]->addIncoming(regs[r], latch);
     }
   }
+  for (auto [phis_of, next] : {std::pair{&ring_phis_a, &ring.next_a0}, std::pair{&ring_phis_b, &ring.next_b0}})
+    for (auto [i, phi] : *phis_of) {
+      llvm::Value* x = i < next->size() ? (*next)[i] : nullptr;
+      if (!x) Fail("the next iteration's first slice of an mma operand was not loaded");
+      phi->addIncoming(x, latch);
+    }
   counter->addIncoming(b_.CreateAdd(counter, I64(1)), latch);
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
