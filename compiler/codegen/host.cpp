@@ -1,13 +1,14 @@
 // Host code generation; host.h has the steps, docs/building.md what is compiled and refused.
 //
-// The lowering mirrors the interpreter's evaluator (interp/interpreter.cpp) one node at a time, so
-// that an executable means what `weft run --cpu` computes: left-to-right evaluation, the same
-// substitutions for polymorphic definitions (element types fixed at compile time, sizes as i64
-// values known at run time), the same run-time checks with the same wording. What the interpreter
-// computes, the generated code asks the runtime to compute (runtime.h, "Compiled programs"), so
-// `random`, `print`, `.npy` files and their messages are the interpreter's own code. The host code
-// is straight-line: a failed check branches to a block that ends the program (weft_failf), so every
-// value dominates every later use and compile-time environments can hold IR values.
+// The lowering walks `main`'s dataflow graph (compiler/graph: `main` evaluated at compile time as
+// the interpreter evaluates it, then fused) group by group in launch order, so that an executable
+// means what `weft run --cpu` computes: the host built-ins ask the runtime (runtime.h, "Compiled
+// programs"), whose `random`, `print`, `.npy` files and messages are the interpreter's own code; a
+// kernel call checks its inputs and `where` facts with the interpreter's wording; every other group
+// is an array kernel (codegen/array.h) launched over its outputs; the run-time checks the checker
+// left are made before the group that needs them. Sizes are i64 values that `load` binds. The host
+// code is straight-line: a failed check branches to a block that ends the program (weft_failf), so
+// every value dominates every later use.
 #include "codegen/host.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -31,7 +32,7 @@
 #include <set>
 #include <variant>
 
-#include "base/overloaded.h"
+#include "codegen/array.h"
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "tile/lower.h"
@@ -46,76 +47,14 @@ HostModule::~HostModule() = default;
 
 namespace {
 
-namespace ce = core::expr;
 using core::Dim;
-using core::Elem;
 using core::SizeVarId;
-using core::TensorType;
-using core::TypeRef;
-using core::VarStore;
 
-// What the compile-time evaluator produces: a value of `main` whose parts are IR values.
-struct HValue;
-using HRef = std::shared_ptr<const HValue>;
-
+// A value of `main` at run time: a runtime tensor handle and its dims.
 struct HTensor {
   Dtype dtype = Dtype::F32;
   llvm::Value* handle = nullptr;   // weft_tensor*
   std::vector<llvm::Value*> dims;  // i64 each
-};
-struct HString {
-  llvm::Value* pointer = nullptr;  // const char*
-};
-struct HShape {
-  std::vector<llvm::Value*> dims;  // a built-in's shape argument
-};
-using HTuple = std::vector<HRef>;
-
-// What the type variables of the code being lowered stand for (keyed by variable index): element
-// types at compile time, sizes and shape variables as run-time i64 values.
-struct HSubst {
-  std::map<std::uint32_t, Dtype> elems;
-  std::map<std::uint32_t, llvm::Value*> sizes;
-  std::map<std::uint32_t, std::vector<llvm::Value*>> shapes;
-};
-
-struct HEnv;
-struct HFunction {
-  enum class Kind { Builtin, Lambda, Def };
-  Kind kind = Kind::Builtin;
-  std::string builtin;
-  TypeRef type;
-  const ce::Lambda* lambda = nullptr;
-  std::shared_ptr<const HEnv> env;
-  std::size_t def_index = 0;
-  HSubst subst;
-  std::size_t arity = 0;
-  std::vector<HRef> args;
-  Span span;
-};
-
-struct HValue {
-  std::variant<HTensor, HString, HShape, HTuple, HFunction> node;
-};
-
-template <typename T>
-HRef Make(T&& node) {
-  return std::make_shared<const HValue>(HValue{std::forward<T>(node)});
-}
-
-struct HEnv {
-  std::string name;
-  HRef value;
-  TypeRef generic;
-  std::shared_ptr<const HEnv> next;
-};
-
-struct HFrame {
-  HSubst subst;
-  std::shared_ptr<const HEnv> env;
-  std::size_t def_index = 0;
-  std::vector<core::RuntimeCheck> pending;
-  bool bound_new = false;
 };
 
 // A construct `weft build` does not compile: the lowering stops at the first.
@@ -126,56 +65,40 @@ struct Refusals {
   std::vector<Diagnostic> diagnostics;
 };
 
-const std::set<std::string, std::less<>>& HostBuiltins() {
-  static const std::set<std::string, std::less<>> names = {"random", "print", "save", "load", "arg", "time"};
-  return names;
-}
-
-std::size_t HostBuiltinArity(std::string_view name) {
-  if (name == "save" || name == "random") return 2;
-  return 1;
-}
-
 class Lowering {
  public:
-  Lowering(const core::Module& module, const VarStore& vars, const SourceManager& sources, HostModule& out,
-           const HostOptions& options)
+  Lowering(const core::Module& module, const core::VarStore& vars, const SourceManager& sources,
+           const graph::Graph& graph, const graph::Plan& plan, HostModule& out, const HostOptions& options)
       : module_(module),
         vars_(vars),
         sources_(sources),
+        g_(graph),
+        plan_(plan),
         out_(out),
         options_(options),
         ctx_(*out.context),
         m_(*out.module),
-        b_(ctx_) {}
+        b_(ctx_),
+        values_(graph.nodes.size()),
+        strings_(graph.nodes.size(), nullptr),
+        marks_(graph.nodes.size(), nullptr) {}
 
-  void LowerMainDef(const core::Def& main, std::size_t index);
+  void LowerMain();
 
  private:
-  // ---- Types and sizes ----
-  Dtype ElemOf(const Elem& elem, const HFrame& frame) const;
-  llvm::Value* TryDim(const Dim& dim, const HSubst& subst);
-  void MatchTypes(const TypeRef& pattern, const TypeRef& concrete, const HFrame& caller, HSubst& out);
-  void BindValue(const TypeRef& type, const HValue& value, HFrame& frame, Span span);
-
-  // ---- Expressions ----
-  HRef Eval(core::ExprId id, HFrame& frame);
-  HRef EvalNode(const core::Expr& e, HFrame& frame);
-  HRef Bind(core::PatternId pattern, const HRef& value, HFrame& frame);
-  HRef Call(const HRef& callee, const HRef& arg, Span span);
-  HRef CallBuiltin(const HFunction& fn, Span span);
-  // `-3`, `-0.5`: `negate` of a literal, folded to a literal (null for any other application).
-  HRef NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, HFrame& frame);
-  // A literal's bits as a `d` scalar holds them (IntLitBits is EvalNode's IntLit case).
-  static std::uint64_t IntLitBits(const ce::IntLit& lit, Dtype d);
-  static std::uint64_t FloatLitBits(const ce::FloatLit& lit, Dtype d);
-  HRef EvaluateDef(std::size_t index, Span span);
-  HRef RunKernel(const HFunction& fn, Span span);
-  std::optional<std::size_t> FindDef(std::string_view name, std::size_t before) const;
-  std::size_t Arity(const core::Def& def) const;
-  void Check(const core::RuntimeCheck& check, HFrame& frame, bool defer);
-  void RetryChecks(HFrame& frame);
-  void Write(const HValue& value);
+  // ---- The graph, group by group ----
+  void LowerHost(graph::NodeId id);
+  void LowerCall(const graph::Group& group);
+  void LowerArray(std::size_t index);
+  void LowerLoad(graph::NodeId id);
+  void EmitChecks(std::size_t upto);
+  // The run-time value of a node the host reads: made when first needed for a literal or a size.
+  const HTensor& TensorOf(graph::NodeId id);
+  llvm::Value* StringOf(graph::NodeId id);
+  llvm::Value* Size(SizeVarId var, Span span);
+  llvm::Value* DimValue(const Dim& dim, Span span) {
+    return EmitDim(dim, [&](SizeVarId v) { return Size(v, span); });
+  }
 
   // ---- IR helpers ----
   [[noreturn]] void Refuse(DiagnosticKind kind, Span span, const std::string& what);
@@ -187,26 +110,34 @@ class Lowering {
   llvm::Value* Text(const std::string& text);
   llvm::Value* EmitDim(const Dim& dim, const std::function<llvm::Value*(SizeVarId)>& var);
   llvm::Value* Array(llvm::Type* element, const std::vector<llvm::Value*>& values);
-  HRef Scalar(Dtype dtype, llvm::Value* bits);
+  llvm::Value* Scalar(Dtype dtype, llvm::Value* bits);
+  llvm::Value* Out(Dtype dtype, const std::vector<llvm::Value*>& dims);
+  llvm::GlobalVariable* Descriptor(const std::string& name);
   // Ends the program with `format` (weft_failf) unless `holds`.
   void Require(llvm::Value* holds, const std::string& format, const std::vector<llvm::Value*>& args);
   llvm::Value* Compare(core::RelOp op, llvm::Value* lhs, llvm::Value* rhs);
   std::string Where(Span span) const;                  // "file.weft:3:7: "
   static std::string Escape(const std::string& text);  // % -> %% for a printf format
-  const HTensor& TensorOf(const HRef& value, Span span);
 
   const core::Module& module_;
-  const VarStore& vars_;
+  const core::VarStore& vars_;
   const SourceManager& sources_;
+  const graph::Graph& g_;
+  const graph::Plan& plan_;
   HostModule& out_;
   HostOptions options_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
   llvm::Function* main_ = nullptr;
-  std::map<std::size_t, HRef> cache_;                          // values of parameterless definitions
-  std::map<std::size_t, std::size_t> kernel_index_;            // def index -> out_.kernels index
+  std::vector<std::optional<HTensor>> values_;   // per node
+  std::vector<llvm::Value*> strings_;            // per String node: its const char*
+  std::vector<llvm::Value*> marks_;              // per TimeBegin node: its mark
+  std::map<std::uint32_t, llvm::Value*> sizes_;  // `main`'s size variables, once a `load` binds them
+  std::size_t checks_done_ = 0;
+  std::map<const core::Def*, std::size_t> kernel_index_;       // a called kernel -> out_.kernels index
   std::vector<llvm::GlobalVariable*> descriptors_;             // per out_.kernels entry
+  std::vector<llvm::GlobalVariable*> array_descriptors_;       // per out_.arrays entry
   std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
   std::map<std::string, llvm::Constant*> texts_;
 };
@@ -237,12 +168,20 @@ llvm::Value* Lowering::Array(llvm::Type* element, const std::vector<llvm::Value*
   return array;
 }
 
-HRef Lowering::Scalar(Dtype dtype, llvm::Value* bits) {
-  auto fn = Runtime("weft_program_scalar", Ptr(), {b_.getInt32Ty(), b_.getInt64Ty()});
-  HTensor t;
-  t.dtype = dtype;
-  t.handle = b_.CreateCall(fn, {I32(static_cast<int>(dtype)), bits});
-  return Make(std::move(t));
+llvm::Value* Lowering::Scalar(Dtype dtype, llvm::Value* bits) {
+  return b_.CreateCall(Runtime("weft_program_scalar", Ptr(), {b_.getInt32Ty(), b_.getInt64Ty()}),
+                       {I32(static_cast<int>(dtype)), bits});
+}
+
+llvm::Value* Lowering::Out(Dtype dtype, const std::vector<llvm::Value*>& dims) {
+  return b_.CreateCall(
+      Runtime("weft_program_out", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr()}),
+      {I32(static_cast<int>(dtype)), I32(static_cast<std::int64_t>(dims.size())), Array(b_.getInt64Ty(), dims)});
+}
+
+llvm::GlobalVariable* Lowering::Descriptor(const std::string& name) {
+  return new llvm::GlobalVariable(m_, llvm::StructType::getTypeByName(ctx_, "weft_program_kernel"), false,
+                                  llvm::GlobalValue::InternalLinkage, nullptr, name);
 }
 
 std::string Lowering::Where(Span span) const {
@@ -321,535 +260,220 @@ llvm::Value* Lowering::EmitDim(const Dim& dim, const std::function<llvm::Value*(
   return sum;
 }
 
-const HTensor& Lowering::TensorOf(const HRef& value, Span span) {
-  const auto* t = std::get_if<HTensor>(&value->node);
-  if (!t) WEFT_INTERNAL_ERROR("host codegen: a tensor was expected at " + Where(span));
-  return *t;
+// ---- Values ----
+
+llvm::Value* Lowering::Size(SizeVarId var, Span span) {
+  auto it = sizes_.find(var.index);
+  if (it == sizes_.end())
+    WEFT_INTERNAL_ERROR("host codegen: the size `" + vars_.info(var).name + "` is not bound at " + Where(span));
+  return it->second;
 }
 
-// ---- Types and sizes (interpreter.cpp's Frame and MatchTypes, at compile time) ----
-
-Dtype Lowering::ElemOf(const Elem& elem, const HFrame& frame) const {
-  Elem e = vars_.Resolve(elem);
-  if (!e.is_var()) return e.dtype();
-  if (auto it = frame.subst.elems.find(e.var().index); it != frame.subst.elems.end()) return it->second;
-  return core::DefaultDtype(vars_.info(e.var()).cls);
-}
-
-llvm::Value* Lowering::TryDim(const Dim& dim, const HSubst& subst) {
-  Dim d = vars_.Resolve(dim);
-  for (SizeVarId v : d.Vars())
-    if (!subst.sizes.count(v.index)) return nullptr;
-  return EmitDim(d, [&](SizeVarId v) { return subst.sizes.at(v.index); });
-}
-
-void Lowering::MatchTypes(const TypeRef& pattern, const TypeRef& concrete, const HFrame& caller, HSubst& out) {
-  TypeRef p = vars_.Resolve(pattern), c = vars_.Resolve(concrete);
-  if (const auto* pt = std::get_if<TensorType>(&p->node)) {
-    const auto* ct = std::get_if<TensorType>(&c->node);
-    if (!ct) return;
-    Elem pe = vars_.Resolve(pt->elem);
-    if (pe.is_var() && !out.elems.count(pe.var().index)) {
-      Elem ce = vars_.Resolve(ct->elem);
-      if (!ce.is_var() || caller.subst.elems.count(ce.var().index)) out.elems[pe.var().index] = ElemOf(ce, caller);
-    }
-    core::Shape ps = vars_.Resolve(pt->shape), cs = vars_.Resolve(ct->shape);
-    if (ps.Known() && cs.Known() && ps.before.size() == cs.before.size()) {
-      for (std::size_t i = 0; i < ps.before.size(); ++i) {
-        std::optional<SizeVarId> v = ps.before[i].AsVar();
-        if (!v || out.sizes.count(v->index)) continue;
-        if (llvm::Value* value = TryDim(cs.before[i], caller.subst)) out.sizes[v->index] = value;
-      }
-    }
-  } else if (const auto* pf = std::get_if<core::FunctionType>(&p->node)) {
-    if (const auto* cf = std::get_if<core::FunctionType>(&c->node)) {
-      MatchTypes(pf->param, cf->param, caller, out);
-      MatchTypes(pf->result, cf->result, caller, out);
-    }
-  } else if (const auto* ptu = std::get_if<core::TupleType>(&p->node)) {
-    if (const auto* ctu = std::get_if<core::TupleType>(&c->node)) {
-      for (std::size_t i = 0; i < ptu->elements.size() && i < ctu->elements.size(); ++i)
-        MatchTypes(ptu->elements[i], ctu->elements[i], caller, out);
-    }
+const HTensor& Lowering::TensorOf(graph::NodeId id) {
+  std::optional<HTensor>& value = values_[id.index];
+  if (value) return *value;
+  const graph::Node& n = g_.Get(id);
+  HTensor t;
+  t.dtype = n.dtype;
+  if (n.kind == graph::Kind::Constant) {
+    t.handle = Scalar(n.dtype, I64(static_cast<std::int64_t>(n.bits)));
+  } else if (n.kind == graph::Kind::Size) {
+    t.handle = Scalar(Dtype::I64, DimValue(n.size, n.span));
+  } else if (n.shape.empty() && (n.kind == graph::Kind::Map || n.kind == graph::Kind::Cast)) {
+    Refuse(DiagnosticKind::HostUnsupported, n.span,
+           "arithmetic on literals and sizes that the host reads (`print`, `save`, a kernel's scalar): compute it "
+           "in a tensor, or pass the size itself");
+  } else {
+    WEFT_INTERNAL_ERROR("host codegen: node %" + std::to_string(id.index) + " (" +
+                        std::string(graph::Spelling(n.kind)) + ") has no value at " + Where(n.span));
   }
+  value = std::move(t);
+  return *value;
 }
 
-// interpreter.cpp's MatchValue: element types, sizes and shapes of `type` from a value of it. The
-// checker proved the dtypes and ranks; a size already known is compared in generated code.
-void Lowering::BindValue(const TypeRef& type, const HValue& value, HFrame& frame, Span span) {
-  TypeRef t = vars_.Resolve(type);
-  if (const auto* tensor_type = std::get_if<TensorType>(&t->node)) {
-    const auto* tensor = std::get_if<HTensor>(&value.node);
-    if (!tensor) return;
-    Elem e = vars_.Resolve(tensor_type->elem);
-    if (e.is_var()) frame.subst.elems.emplace(e.var().index, tensor->dtype);
-    core::Shape s = vars_.Resolve(tensor_type->shape);
-    const std::vector<llvm::Value*>& dims = tensor->dims;
-    std::size_t fixed = s.FixedRank();
-    if (s.Known() ? dims.size() != fixed : dims.size() < fixed) return;  // the checker's business
-    auto bind = [&](const Dim& d, std::size_t axis) {
-      Dim r = vars_.Resolve(d);
-      if (std::optional<SizeVarId> v = r.AsVar(); v && !frame.subst.sizes.count(v->index)) {
-        frame.subst.sizes[v->index] = dims[axis];
-        frame.bound_new = true;
-        return;
-      }
-      if (llvm::Value* expected = TryDim(r, frame.subst)) {
-        Require(b_.CreateICmpEQ(dims[axis], expected),
-                Escape(Where(span)) + "the value bound here does not have its type: axis " + std::to_string(axis) +
-                    " is %lld, not %lld (`" + Escape(core::TypePrinter(vars_).Print(r)) + "`)",
-                {dims[axis], expected});
-      }
-    };
-    for (std::size_t i = 0; i < s.before.size(); ++i) bind(s.before[i], i);
-    std::size_t tail = dims.size() - s.after.size();
-    for (std::size_t i = 0; i < s.after.size(); ++i) bind(s.after[i], tail + i);
-    if (s.spread && !frame.subst.shapes.count(s.spread->index)) {
-      frame.subst.shapes[s.spread->index] =
-          std::vector<llvm::Value*>(dims.begin() + static_cast<std::ptrdiff_t>(s.before.size()),
-                                    dims.begin() + static_cast<std::ptrdiff_t>(tail));
-    }
-    return;
-  }
-  if (const auto* tuple_type = std::get_if<core::TupleType>(&t->node)) {
-    const auto* tuple = std::get_if<HTuple>(&value.node);
-    if (!tuple || tuple->size() != tuple_type->elements.size()) return;
-    for (std::size_t i = 0; i < tuple->size(); ++i) BindValue(tuple_type->elements[i], *(*tuple)[i], frame, span);
-  }
+llvm::Value* Lowering::StringOf(graph::NodeId id) {
+  if (strings_[id.index]) return strings_[id.index];
+  const graph::Node& n = g_.Get(id);
+  if (n.kind != graph::Kind::String) WEFT_INTERNAL_ERROR("host codegen: a string was expected at " + Where(n.span));
+  strings_[id.index] = n.args.empty()
+                           ? Text(n.text)
+                           : b_.CreateCall(Runtime("weft_program_arg", Ptr(), {Ptr()}), {TensorOf(n.args[0]).handle});
+  return strings_[id.index];
 }
 
-// ---- Run-time checks (interpreter.cpp's Check) ----
+// ---- Run-time checks (the interpreter's Check, with its wording) ----
 
-void Lowering::Check(const core::RuntimeCheck& check, HFrame& frame, bool defer) {
-  llvm::Value* lhs = TryDim(check.fact.lhs, frame.subst);
-  llvm::Value* rhs = TryDim(check.fact.rhs, frame.subst);
-  if (!lhs || !rhs) {
-    if (defer) frame.pending.push_back(check);
-    return;
-  }
+void Lowering::EmitChecks(std::size_t upto) {
   core::TypePrinter printer(vars_);
-  std::string fact = printer.Print(check.fact.lhs) + " " + std::string(Spelling(check.fact.relation)) + " " +
-                     printer.Print(check.fact.rhs);
-  std::string values;
-  std::vector<llvm::Value*> args;
-  core::FreeVars free;
-  CollectFreeVars(vars_, vars_.Resolve(check.fact.lhs), free);
-  CollectFreeVars(vars_, vars_.Resolve(check.fact.rhs), free);
-  for (SizeVarId v : free.sizes) {
-    values += (values.empty() ? " with " : ", ") + Escape(printer.Print(Dim::Var(v))) + " = %lld";
-    args.push_back(frame.subst.sizes.at(v.index));
-  }
-  Require(Compare(check.fact.relation, lhs, rhs),
-          Escape(Where(check.fact.span)) + "run-time check failed: " + Escape(check.what) + ": `" + Escape(fact) +
-              "` is false" + values,
-          args);
-}
-
-void Lowering::RetryChecks(HFrame& frame) {
-  if (!frame.bound_new || frame.pending.empty()) return;
-  frame.bound_new = false;
-  std::vector<core::RuntimeCheck> pending = std::exchange(frame.pending, {});
-  for (const core::RuntimeCheck& c : pending) Check(c, frame, true);
-}
-
-// ---- Expressions ----
-
-HRef Lowering::Eval(core::ExprId id, HFrame& frame) {
-  const core::Expr& e = module_.Get(id);
-  if (!std::holds_alternative<ce::Apply>(e.node)) {
-    for (const core::RuntimeCheck& c : e.checks) Check(c, frame, true);
-  }
-  return EvalNode(e, frame);
-}
-
-HRef Lowering::Bind(core::PatternId id, const HRef& value, HFrame& frame) {
-  const core::Pattern& p = module_.Get(id);
-  BindValue(p.type, *value, frame, p.span);
-  RetryChecks(frame);
-  if (const auto* name = std::get_if<core::pattern::Name>(&p.node)) {
-    bool generic = !(p.quantified.elems.empty() && p.quantified.sizes.empty() && p.quantified.shapes.empty());
-    frame.env = std::make_shared<const HEnv>(HEnv{name->name, value, generic ? p.type : nullptr, frame.env});
-  } else if (const auto* tuple = std::get_if<core::pattern::Tuple>(&p.node)) {
-    const auto* values = std::get_if<HTuple>(&value->node);
-    if (!values || values->size() != tuple->elements.size())
-      WEFT_INTERNAL_ERROR("host codegen: a tuple pattern bound to a value that is not such a tuple");
-    for (std::size_t i = 0; i < values->size(); ++i) Bind(tuple->elements[i], (*values)[i], frame);
-  }
-  return value;
-}
-
-HRef Lowering::EvalNode(const core::Expr& e, HFrame& frame) {
-  auto refuse_array = [&](const std::string& what) -> HRef { Refuse(DiagnosticKind::HostArrayTier, e.span, what); };
-  return std::visit(
-      Overloaded{
-          [&](const ce::IntLit& lit) -> HRef {
-            Dtype d = ElemOf(std::get<TensorType>(vars_.Resolve(e.type)->node).elem, frame);
-            std::uint64_t bits = runtime::IsFloatDtype(d) ? runtime::EncodeFloatFromU64(d, lit.value) : lit.value;
-            if (!runtime::IsFloatDtype(d) && weft::Bits(d) < 64) bits &= (std::uint64_t{1} << weft::Bits(d)) - 1;
-            return Scalar(d, I64(static_cast<std::int64_t>(bits)));
-          },
-          [&](const ce::FloatLit& lit) -> HRef {
-            Dtype d = ElemOf(std::get<TensorType>(vars_.Resolve(e.type)->node).elem, frame);
-            std::uint64_t bits = FloatLitBits(lit, d);
-            return Scalar(d, I64(static_cast<std::int64_t>(bits)));
-          },
-          [&](const ce::BoolLit& lit) -> HRef { return Scalar(Dtype::Bool, I64(lit.value ? 1 : 0)); },
-          [&](const ce::StringLit& lit) -> HRef { return Make(HString{Text(lit.value)}); },
-          [&](const ce::Local& local) -> HRef {
-            for (const HEnv* env = frame.env.get(); env; env = env->next.get()) {
-              if (env->name != local.name) continue;
-              if (!env->generic) return env->value;
-              const auto* fn = std::get_if<HFunction>(&env->value->node);
-              if (!fn) return env->value;
-              HFunction copy = *fn;
-              MatchTypes(env->generic, e.type, frame, copy.subst);
-              return Make(std::move(copy));
-            }
-            WEFT_INTERNAL_ERROR("host codegen: `" + local.name + "` is not bound");
-          },
-          [&](const ce::Global& global) -> HRef {
-            std::optional<std::size_t> index = FindDef(global.name, frame.def_index);
-            if (!index) WEFT_INTERNAL_ERROR("host codegen: no definition `" + global.name + "`");
-            const core::Def& def = module_.defs()[*index];
-            if (def.params.empty()) return EvaluateDef(*index, e.span);
-            if (!def.body) WEFT_INTERNAL_ERROR("host codegen: `" + global.name + "` has no body");
-            HFunction fn;
-            fn.kind = HFunction::Kind::Def;
-            fn.def_index = *index;
-            fn.arity = Arity(def);
-            fn.span = e.span;
-            MatchTypes(def.scheme.type, e.type, frame, fn.subst);
-            if (fn.arity == 0) return RunKernel(fn, e.span);  // a kernel without inputs
-            return Make(std::move(fn));
-          },
-          [&](const ce::Builtin& builtin) -> HRef {
-            if (!HostBuiltins().count(builtin.name)) return refuse_array("`" + builtin.name + "`");
-            HFunction fn;
-            fn.kind = HFunction::Kind::Builtin;
-            fn.builtin = builtin.name;
-            fn.arity = HostBuiltinArity(builtin.name);
-            fn.type = e.type;
-            fn.subst = frame.subst;
-            fn.span = e.span;
-            return Make(std::move(fn));
-          },
-          [&](const ce::SizeValue& size) -> HRef {
-            llvm::Value* v = TryDim(size.dim, frame.subst);
-            if (!v)
-              WEFT_INTERNAL_ERROR("host codegen: the size `" + core::TypePrinter(vars_).Print(size.dim) +
-                                  "` is not known at " + Where(e.span));
-            return Scalar(Dtype::I64, v);
-          },
-          [&](const ce::ShapeArg& shape) -> HRef {
-            HShape s;
-            for (const Dim& d : shape.dims) {
-              llvm::Value* v = TryDim(d, frame.subst);
-              if (!v)
-                WEFT_INTERNAL_ERROR("host codegen: the size `" + core::TypePrinter(vars_).Print(d) +
-                                    "` is not known at " + Where(e.span));
-              s.dims.push_back(v);
-            }
-            return Make(std::move(s));
-          },
-          [&](const ce::Apply& apply) -> HRef {
-            // A built-in callee is looked at after its arguments (it has no effects), so that a
-            // refusal points at the operation that would run first: `sum` in `max (sum c)`.
-            const core::Expr& callee = module_.Get(apply.callee);
-            bool builtin = std::holds_alternative<ce::Builtin>(callee.node);
-            if (HRef literal = NegativeLiteral(e, callee, apply, frame)) return literal;
-            HRef f = builtin ? nullptr : EvalNode(callee, frame);
-            std::vector<HRef> args;
-            for (core::ExprId a : apply.args) args.push_back(Eval(a, frame));
-            if (builtin) f = EvalNode(callee, frame);
-            if (!callee.checks.empty() || !e.checks.empty()) {
-              for (std::size_t i = 0; i < args.size(); ++i)
-                BindValue(module_.Get(apply.args[i]).type, *args[i], frame, module_.Get(apply.args[i]).span);
-              for (const std::vector<core::RuntimeCheck>* checks : {&callee.checks, &e.checks})
-                for (const core::RuntimeCheck& c : *checks) Check(c, frame, true);
-            }
-            HRef fn = f;
-            for (const HRef& arg : args) fn = Call(fn, arg, e.span);
-            return fn;
-          },
-          [&](const ce::Lambda& lambda) -> HRef {
-            HFunction fn;
-            fn.kind = HFunction::Kind::Lambda;
-            fn.lambda = &lambda;
-            fn.env = frame.env;
-            fn.subst = frame.subst;
-            fn.def_index = frame.def_index;
-            fn.arity = lambda.params.size();
-            fn.span = e.span;
-            return Make(std::move(fn));
-          },
-          [&](const ce::Let& let) -> HRef {
-            HRef value = Eval(let.value, frame);
-            std::shared_ptr<const HEnv> saved = frame.env;
-            Bind(let.pattern, value, frame);
-            HRef body = Eval(let.body, frame);
-            frame.env = saved;
-            return body;
-          },
-          [&](const ce::If&) -> HRef { return refuse_array("`if`"); },
-          [&](const ce::Tuple& tuple) -> HRef {
-            HTuple values;
-            for (core::ExprId x : tuple.elements) values.push_back(Eval(x, frame));
-            return Make(std::move(values));
-          },
-          [&](const ce::TensorLit&) -> HRef { return refuse_array("a tensor literal"); },
-          [&](const ce::Index&) -> HRef { return refuse_array("indexing"); },
-          [&](const ce::Loop&) -> HRef { return refuse_array("`loop`"); },
-          [&](const ce::Cast&) -> HRef { return refuse_array("`cast`"); },
-      },
-      e.node);
-}
-
-HRef Lowering::Call(const HRef& callee, const HRef& arg, Span span) {
-  const auto* fn = std::get_if<HFunction>(&callee->node);
-  if (!fn) WEFT_INTERNAL_ERROR("host codegen: applying a value that is not a function");
-  HFunction next = *fn;
-  next.args.push_back(arg);
-  if (next.args.size() < next.arity) return Make(std::move(next));
-  switch (next.kind) {
-    case HFunction::Kind::Builtin:
-      return CallBuiltin(next, span);
-    case HFunction::Kind::Lambda: {
-      HFrame frame{next.subst, next.env, next.def_index, {}, false};
-      for (std::size_t i = 0; i < next.arity; ++i) Bind(next.lambda->params[i], next.args[i], frame);
-      return Eval(next.lambda->body, frame);
+  for (; checks_done_ < g_.checks.size() && g_.checks[checks_done_].before <= upto; ++checks_done_) {
+    const graph::Check& check = g_.checks[checks_done_];
+    llvm::Value* lhs = DimValue(check.fact.lhs, check.fact.span);
+    llvm::Value* rhs = DimValue(check.fact.rhs, check.fact.span);
+    std::string fact = printer.Print(check.fact.lhs) + " " + std::string(Spelling(check.fact.relation)) + " " +
+                       printer.Print(check.fact.rhs);
+    std::string values;
+    std::vector<llvm::Value*> args;
+    std::set<SizeVarId> free;
+    for (SizeVarId v : check.fact.lhs.Vars()) free.insert(v);
+    for (SizeVarId v : check.fact.rhs.Vars()) free.insert(v);
+    for (SizeVarId v : free) {
+      values += (values.empty() ? " with " : ", ") + Escape(printer.Print(Dim::Var(v))) + " = %lld";
+      args.push_back(Size(v, check.fact.span));
     }
-    case HFunction::Kind::Def: {
-      const core::Def& def = module_.defs()[next.def_index];
-      if (def.kernel) return RunKernel(next, span);
-      HFrame frame{next.subst, nullptr, next.def_index, {}, false};
-      for (std::size_t i = 0; i < next.arity; ++i) Bind(def.params[i], next.args[i], frame);
-      return Eval(def.body, frame);
-    }
+    Require(Compare(check.fact.relation, lhs, rhs),
+            Escape(Where(check.fact.span)) + "run-time check failed: " + Escape(check.what) + ": `" + Escape(fact) +
+                "` is false" + values,
+            args);
   }
-  WEFT_INTERNAL_ERROR("host codegen: unknown function kind");
 }
 
-std::optional<std::size_t> Lowering::FindDef(std::string_view name, std::size_t before) const {
-  const std::vector<core::Def>& defs = module_.defs();
-  for (std::size_t i = std::min(before, defs.size()); i-- > 0;) {
-    if (defs[i].name == name && defs[i].ok) return i;
-  }
-  return std::nullopt;
-}
+// ---- Host nodes ----
 
-std::size_t Lowering::Arity(const core::Def& def) const {
-  if (!def.kernel) return def.params.size();
-  std::size_t n = 0;
-  for (bool out : def.kernel->out) n += out ? 0 : 1;
-  return n;
-}
-
-HRef Lowering::EvaluateDef(std::size_t index, Span span) {
-  if (auto it = cache_.find(index); it != cache_.end()) return it->second;
-  const core::Def& def = module_.defs()[index];
-  if (!def.body) WEFT_INTERNAL_ERROR("host codegen: `" + def.name + "` has no body");
-  HFrame frame{{}, nullptr, index, {}, false};
-  HRef value = Eval(def.body, frame);
-  cache_.emplace(index, value);
-  return value;
-}
-
-// The type of a built-in's result after all of its arguments.
-TypeRef ResultType(const VarStore& vars, const HFunction& fn) {
-  TypeRef t = vars.Resolve(fn.type);
-  for (std::size_t i = 0; i < fn.arity; ++i) {
-    const auto* f = std::get_if<core::FunctionType>(&t->node);
-    if (!f) break;
-    t = vars.Resolve(f->result);
-  }
-  return t;
-}
-
-HRef Lowering::NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, HFrame& frame) {
-  const auto* builtin = std::get_if<ce::Builtin>(&callee.node);
-  if (!builtin || builtin->name != "negate" || apply.args.size() != 1) return nullptr;
-  const core::Expr& operand = module_.Get(apply.args[0]);
-  if (!std::holds_alternative<ce::IntLit>(operand.node) && !std::holds_alternative<ce::FloatLit>(operand.node))
-    return nullptr;
-  const auto resolved = vars_.Resolve(e.type);  // kept alive: `type` points into it
-  const auto* type = std::get_if<TensorType>(&resolved->node);
-  if (!type) return nullptr;
-  Dtype d = ElemOf(type->elem, frame);
-  if (d == Dtype::Bool) return nullptr;
-  // The literal's bits, negated as the interpreter negates: the sign bit of a float, two's
-  // complement (wrapping in the dtype's width) of an integer.
-  const int width = weft::Bits(d);
-  const std::uint64_t mask = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
-  std::uint64_t v = std::holds_alternative<ce::IntLit>(operand.node)
-                        ? IntLitBits(std::get<ce::IntLit>(operand.node), d)
-                        : FloatLitBits(std::get<ce::FloatLit>(operand.node), d);
-  v = runtime::IsFloatDtype(d) ? v ^ (std::uint64_t{1} << (width - 1)) : (0 - v) & mask;
-  return Scalar(d, I64(static_cast<std::int64_t>(v)));
-}
-
-std::uint64_t Lowering::IntLitBits(const ce::IntLit& lit, Dtype d) {
-  std::uint64_t bits = runtime::IsFloatDtype(d) ? runtime::EncodeFloatFromU64(d, lit.value) : lit.value;
-  if (!runtime::IsFloatDtype(d) && weft::Bits(d) < 64) bits &= (std::uint64_t{1} << weft::Bits(d)) - 1;
-  return bits;
-}
-
-std::uint64_t Lowering::FloatLitBits(const ce::FloatLit& lit, Dtype d) {
-  std::optional<std::uint64_t> bits = runtime::EncodeFloatLiteral(d, lit.text);
-  return bits ? *bits : runtime::EncodeFloat(d, lit.value);
-}
-
-void Lowering::Write(const HValue& value) {
-  auto text = [&](const std::string& s) {
-    b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {Text(s)});
-  };
-  std::visit(Overloaded{
-                 [&](const HTensor& t) {
-                   b_.CreateCall(Runtime("weft_program_write_tensor", b_.getVoidTy(), {Ptr()}), {t.handle});
-                 },
-                 [&](const HString& s) {
-                   b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {s.pointer});
-                 },
-                 [&](const HTuple& tuple) {
-                   text("(");
-                   for (std::size_t i = 0; i < tuple.size(); ++i) {
-                     if (i) text(", ");
-                     Write(*tuple[i]);
-                   }
-                   text(")");
-                 },
-                 [&](const HShape&) { text("<shape>"); },
-                 [&](const HFunction&) { text("<function>"); },
-             },
-             value.node);
-}
-
-HRef Lowering::CallBuiltin(const HFunction& fn, Span span) {
-  const std::string& name = fn.builtin;
-  HFrame frame{fn.subst, nullptr, 0, {}, false};
-  if (name == "random") {
-    const auto& shape = std::get<HShape>(fn.args[0]->node);
-    TypeRef result = ResultType(vars_, fn);
-    Dtype d = ElemOf(std::get<TensorType>(result->node).elem, frame);
-    HTensor t;
-    t.dtype = d;
-    t.dims = shape.dims;
-    // The dtype's kernel (random.h), when it has one: the runtime launches it if the program uses the
-    // GPU. LowerMainDef drops the descriptors again when `main` calls no kernel.
-    llvm::Value* kernel = llvm::ConstantPointerNull::get(b_.getPtrTy());
-    if (HasRandomKernel(d)) {
-      auto [it, fresh] = random_descriptors_.emplace(d, nullptr);
-      if (fresh) {
-        it->second = new llvm::GlobalVariable(m_, llvm::StructType::getTypeByName(ctx_, "weft_program_kernel"), false,
-                                              llvm::GlobalValue::InternalLinkage, nullptr,
-                                              "weft.random." + std::string(Spelling(d)));
-        out_.randoms.push_back(d);
+void Lowering::LowerHost(graph::NodeId id) {
+  const graph::Node& n = g_.Get(id);
+  using graph::Kind;
+  switch (n.kind) {
+    case Kind::Constant:
+    case Kind::Size:
+    case Kind::Param:
+      return;  // made when something reads it (TensorOf)
+    case Kind::String:
+      StringOf(id);
+      return;
+    case Kind::Load:
+      LowerLoad(id);
+      return;
+    case Kind::Random: {
+      HTensor t;
+      t.dtype = n.dtype;
+      for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
+      // The dtype's kernel (random.h), when it has one: the runtime launches it if the program uses
+      // the GPU. LowerMain drops the descriptors again when `main` launches nothing.
+      llvm::Value* kernel = llvm::ConstantPointerNull::get(b_.getPtrTy());
+      if (HasRandomKernel(n.dtype)) {
+        auto [it, fresh] = random_descriptors_.emplace(n.dtype, nullptr);
+        if (fresh) {
+          it->second = Descriptor("weft.random." + std::string(Spelling(n.dtype)));
+          out_.randoms.push_back(n.dtype);
+        }
+        kernel = it->second;
       }
-      kernel = it->second;
+      t.handle =
+          b_.CreateCall(Runtime("weft_program_random", Ptr(), {Ptr(), b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
+                        {kernel, I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
+                         Array(b_.getInt64Ty(), t.dims), TensorOf(n.args[0]).handle});
+      values_[id.index] = std::move(t);
+      return;
     }
-    t.handle =
-        b_.CreateCall(Runtime("weft_program_random", Ptr(), {Ptr(), b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
-                      {kernel, I32(static_cast<int>(d)), I32(static_cast<std::int64_t>(shape.dims.size())),
-                       Array(b_.getInt64Ty(), shape.dims), TensorOf(fn.args[1], span).handle});
-    return Make(std::move(t));
-  }
-  if (name == "print") {
-    Write(*fn.args[0]);
-    b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {Text("\n")});
-    return Make(HTuple{});
-  }
-  if (name == "save") {
-    b_.CreateCall(Runtime("weft_program_save", b_.getVoidTy(), {Ptr(), Ptr()}),
-                  {std::get<HString>(fn.args[0]->node).pointer, TensorOf(fn.args[1], span).handle});
-    return Make(HTuple{});
-  }
-  if (name == "arg") {
-    return Make(
-        HString{b_.CreateCall(Runtime("weft_program_arg", Ptr(), {Ptr()}), {TensorOf(fn.args[0], span).handle})});
-  }
-  if (name == "time") {
-    llvm::Value* mark = b_.CreateCall(Runtime("weft_program_time_start", Ptr(), {}));
-    HRef value = Call(fn.args[0], Make(HTuple{}), span);
-    HTensor ms;
-    ms.dtype = Dtype::F64;
-    ms.handle = b_.CreateCall(Runtime("weft_program_time_stop", Ptr(), {Ptr()}), {mark});
-    return Make(HTuple{value, Make(std::move(ms))});
-  }
-  if (name == "load") {
-    TypeRef expected = ResultType(vars_, fn);
-    const auto* type = std::get_if<TensorType>(&expected->node);
-    core::TypePrinter printer(vars_);
-    std::string type_text = printer.Print(expected);
-    if (!type) Refuse(DiagnosticKind::HostUnsupported, span, "`load` of `" + type_text + "`, which is not a tensor");
-    core::Shape shape = vars_.Resolve(type->shape);
-    if (!shape.Known())
-      Refuse(DiagnosticKind::HostUnsupported, span,
-             "`load` of `" + type_text + "`, whose rank is not known: write the type out (`(load f : f32[n, m])`)");
-    Elem elem = vars_.Resolve(type->elem);
-    if (elem.is_var() && !frame.subst.elems.count(elem.var().index))
-      Refuse(
-          DiagnosticKind::HostUnsupported, span,
-          "`load` of `" + type_text + "`, whose element type is not known: write the type out (`(load f : f32[n])`)");
-    Dtype d = ElemOf(elem, frame);
-    llvm::Value* path = std::get<HString>(fn.args[0]->node).pointer;
-    HTensor t;
-    t.dtype = d;
-    t.handle = b_.CreateCall(
-        Runtime("weft_program_load", Ptr(), {Ptr(), b_.getInt32Ty(), b_.getInt32Ty(), Ptr()}),
-        {path, I32(static_cast<int>(d)), I32(static_cast<std::int64_t>(shape.before.size())), Text(type_text)});
-    auto dim_fn = Runtime("weft_program_dim", b_.getInt64Ty(), {Ptr(), b_.getInt32Ty()});
-    for (std::size_t i = 0; i < shape.before.size(); ++i)
-      t.dims.push_back(b_.CreateCall(dim_fn, {t.handle, I32(static_cast<std::int64_t>(i))}));
-    // The dims the program knows: constants, and sizes bound before (the checker's MatchValue).
-    std::set<std::uint32_t> binding;
-    for (std::size_t i = 0; i < shape.before.size(); ++i) {
-      Dim r = vars_.Resolve(shape.before[i]);
-      std::optional<SizeVarId> v = r.AsVar();
-      if (v && !frame.subst.sizes.count(v->index) && !binding.count(v->index)) {
-        binding.insert(v->index);
-        continue;
+    case Kind::TensorLit:
+      Refuse(DiagnosticKind::HostArrayTier, n.span, "a tensor literal");
+    case Kind::Save:
+      b_.CreateCall(Runtime("weft_program_save", b_.getVoidTy(), {Ptr(), Ptr()}),
+                    {StringOf(n.args[0]), TensorOf(n.args[1]).handle});
+      return;
+    case Kind::Print: {
+      // `text` is the printed value's shape, `%` for each leaf in `args`.
+      auto write_text = [&](const std::string& s) {
+        if (!s.empty()) b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {Text(s)});
+      };
+      std::string pending;
+      std::size_t leaf = 0;
+      for (char c : n.text) {
+        if (c != '%') {
+          pending += c;
+          continue;
+        }
+        write_text(pending);
+        pending.clear();
+        graph::NodeId arg = n.args.at(leaf++);
+        if (g_.Get(arg).kind == Kind::String) {
+          b_.CreateCall(Runtime("weft_program_write_text", b_.getVoidTy(), {Ptr()}), {StringOf(arg)});
+        } else {
+          b_.CreateCall(Runtime("weft_program_write_tensor", b_.getVoidTy(), {Ptr()}), {TensorOf(arg).handle});
+        }
       }
-      // A size first bound by an earlier axis of this file: compare with that axis.
-      HSubst known = frame.subst;
-      for (std::size_t j = 0; j < i; ++j) {
-        std::optional<SizeVarId> w = vars_.Resolve(shape.before[j]).AsVar();
-        if (w && !known.sizes.count(w->index)) known.sizes[w->index] = t.dims[j];
-      }
-      llvm::Value* want = TryDim(r, known);
-      if (!want) continue;
-      llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "load.mismatch", main_);
-      llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "load.ok", main_);
-      b_.CreateCondBr(b_.CreateICmpEQ(t.dims[i], want), ok, fail);
-      b_.SetInsertPoint(fail);
-      llvm::Value* dim_text = r.AsConstant() ? llvm::cast<llvm::Value>(llvm::ConstantPointerNull::get(b_.getPtrTy()))
-                                             : Text(printer.Print(r));
-      auto* call = b_.CreateCall(Runtime("weft_program_load_mismatch", b_.getVoidTy(),
-                                         {Ptr(), Ptr(), Ptr(), b_.getInt32Ty(), Ptr(), b_.getInt64Ty()}),
-                                 {t.handle, path, Text(type_text), I32(static_cast<std::int64_t>(i)), dim_text, want});
-      call->setDoesNotReturn();
-      b_.CreateUnreachable();
-      b_.SetInsertPoint(ok);
+      write_text(pending + "\n");
+      return;
     }
-    return Make(std::move(t));
+    case Kind::TimeBegin:
+      marks_[id.index] = b_.CreateCall(Runtime("weft_program_time_start", Ptr(), {}));
+      return;
+    case Kind::TimeEnd: {
+      HTensor ms;
+      ms.dtype = Dtype::F64;
+      ms.handle = b_.CreateCall(Runtime("weft_program_time_stop", Ptr(), {Ptr()}), {marks_.at(n.args.front().index)});
+      values_[id.index] = std::move(ms);
+      return;
+    }
+    case Kind::Map:
+    case Kind::Cast:
+      return;  // a host scalar: computed by the kernels that read it (or refused by TensorOf)
+    default:
+      WEFT_INTERNAL_ERROR("host codegen: a `" + std::string(graph::Spelling(n.kind)) + "` node in a host group");
   }
-  WEFT_INTERNAL_ERROR("host codegen: the built-in `" + name + "` has no lowering");
+}
+
+void Lowering::LowerLoad(graph::NodeId id) {
+  const graph::Node& n = g_.Get(id);
+  const std::string& type_text = n.text;
+  llvm::Value* path = StringOf(n.args[0]);
+  HTensor t;
+  t.dtype = n.dtype;
+  t.handle = b_.CreateCall(
+      Runtime("weft_program_load", Ptr(), {Ptr(), b_.getInt32Ty(), b_.getInt32Ty(), Ptr()}),
+      {path, I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(n.shape.size())), Text(type_text)});
+  auto dim_fn = Runtime("weft_program_dim", b_.getInt64Ty(), {Ptr(), b_.getInt32Ty()});
+  for (std::size_t i = 0; i < n.shape.size(); ++i)
+    t.dims.push_back(b_.CreateCall(dim_fn, {t.handle, I32(static_cast<std::int64_t>(i))}));
+  // The first axis that names a size alone binds it; every other dim the program knows is checked.
+  core::TypePrinter printer(vars_);
+  for (std::size_t i = 0; i < n.shape.size(); ++i) {
+    const Dim& d = n.shape[i];
+    if (std::optional<SizeVarId> v = d.AsVar(); v && !sizes_.count(v->index)) {
+      sizes_[v->index] = t.dims[i];
+      continue;
+    }
+    bool known = true;
+    for (SizeVarId v : d.Vars()) known = known && sizes_.count(v.index);
+    if (!known) continue;
+    llvm::Value* want = DimValue(d, n.span);
+    llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "load.mismatch", main_);
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "load.ok", main_);
+    b_.CreateCondBr(b_.CreateICmpEQ(t.dims[i], want), ok, fail);
+    b_.SetInsertPoint(fail);
+    llvm::Value* dim_text = d.AsConstant() ? llvm::cast<llvm::Value>(llvm::ConstantPointerNull::get(b_.getPtrTy()))
+                                           : Text(printer.Print(d));
+    auto* call = b_.CreateCall(Runtime("weft_program_load_mismatch", b_.getVoidTy(),
+                                       {Ptr(), Ptr(), Ptr(), b_.getInt32Ty(), Ptr(), b_.getInt64Ty()}),
+                               {t.handle, path, Text(type_text), I32(static_cast<std::int64_t>(i)), dim_text, want});
+    call->setDoesNotReturn();
+    b_.CreateUnreachable();
+    b_.SetInsertPoint(ok);
+  }
+  values_[id.index] = std::move(t);
 }
 
 // ---- Kernel calls ----
 
-HRef Lowering::RunKernel(const HFunction& fn, Span span) {
-  const core::Def& def = module_.defs()[fn.def_index];
-  auto [it, fresh] = kernel_index_.emplace(fn.def_index, out_.kernels.size());
+void Lowering::LowerCall(const graph::Group& group) {
+  graph::NodeId call_id;
+  std::vector<graph::NodeId> outs;
+  for (graph::NodeId id : group.nodes) {
+    if (g_.Get(id).kind == graph::Kind::Kernel) call_id = id;
+    if (g_.Get(id).kind == graph::Kind::KernelOut) outs.push_back(id);
+  }
+  const graph::Node& call = g_.Get(call_id);
+  const core::Def& def = *call.def;
+  const Span span = call.span;
+  auto [it, fresh] = kernel_index_.emplace(&def, out_.kernels.size());
   if (fresh) {
     auto lowered = tile::Lower(module_, vars_, def);
     if (!lowered) throw Refusals{lowered.error()};
     out_.kernels.push_back(KernelUse{&def, std::move(*lowered)});
-    auto* descriptor = new llvm::GlobalVariable(m_, llvm::StructType::getTypeByName(ctx_, "weft_program_kernel"), false,
-                                                llvm::GlobalValue::InternalLinkage, nullptr, "weft.kernel." + def.name);
-    descriptors_.push_back(descriptor);
+    descriptors_.push_back(Descriptor("weft.kernel." + def.name));
   }
   const tile::Kernel& kernel = out_.kernels[it->second].kernel;
   llvm::GlobalVariable* descriptor = descriptors_[it->second];
-  core::TypePrinter printer(vars_);
   const std::string where = Escape(Where(span));
   const std::string kname = "`" + Escape(kernel.name) + "`";
 
@@ -861,7 +485,7 @@ HRef Lowering::RunKernel(const HFunction& fn, Span span) {
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const tile::Param& param = kernel.params[p];
     if (param.out) continue;
-    const HTensor& arg = TensorOf(fn.args.at(next_arg++), span);
+    const HTensor& arg = TensorOf(call.args.at(next_arg++));
     const tile::Value& v = kernel.Get(param.value);
     if (v.space == tile::Space::Scalar) {
       scalars.push_back(arg.handle);
@@ -875,16 +499,22 @@ HRef Lowering::RunKernel(const HFunction& fn, Span span) {
         sizes[var->index] = arg.dims[a];
     }
   }
-  // Sizes no input names alone (an `out` parameter's own): the call site's type gives them.
-  for (const auto& [var, name] : kernel.size_names) {
-    if (sizes.count(var.index)) continue;
-    if (auto s = fn.subst.sizes.find(var.index); s != fn.subst.sizes.end()) {
-      sizes[var.index] = s->second;
-      continue;
+  // Sizes no input names alone (an `out` parameter's own): the call's result types give them.
+  std::size_t out_index = 0;
+  for (const tile::Param& param : kernel.params) {
+    if (!param.out) continue;
+    const tile::Value& v = kernel.Get(param.value);
+    const graph::Node& out = g_.Get(outs.at(out_index++));
+    for (std::size_t a = 0; a < v.shape.size() && a < out.shape.size(); ++a) {
+      if (std::optional<SizeVarId> var = v.shape[a].AsVar(); var && !sizes.count(var->index))
+        sizes[var->index] = DimValue(out.shape[a], span);
     }
-    Refuse(DiagnosticKind::HostUnsupported, span,
-           "a call of `" + kernel.name + "` whose size `" + name +
-               "` no input's shape gives: write the result's type out (`(" + kernel.name + " ... : ...)`)");
+  }
+  for (const auto& [var, name] : kernel.size_names) {
+    if (!sizes.count(var.index))
+      Refuse(DiagnosticKind::HostUnsupported, span,
+             "a call of `" + kernel.name + "` whose size `" + name +
+                 "` no input's shape gives: write the result's type out (`(" + kernel.name + " ... : ...)`)");
   }
   auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
   auto shapes_text = [&](std::string& format, std::vector<llvm::Value*>& args) {
@@ -936,8 +566,8 @@ HRef Lowering::RunKernel(const HFunction& fn, Span span) {
   }
   // 4. The `out` tensors, zero-filled on the GPU, and the arguments in the descriptor's order.
   std::vector<llvm::Value*> tensors;
-  std::vector<HRef> outs;
   std::size_t input = 0;
+  out_index = 0;
   for (const tile::Param& param : kernel.params) {
     const tile::Value& v = kernel.Get(param.value);
     if (v.space != tile::Space::Global) continue;
@@ -948,11 +578,9 @@ HRef Lowering::RunKernel(const HFunction& fn, Span span) {
     HTensor t;
     t.dtype = v.dtype;
     for (const Dim& d : v.shape) t.dims.push_back(EmitDim(d, size_of));
-    t.handle = b_.CreateCall(Runtime("weft_program_out", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr()}),
-                             {I32(static_cast<int>(v.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
-                              Array(b_.getInt64Ty(), t.dims)});
+    t.handle = Out(v.dtype, t.dims);
     tensors.push_back(t.handle);
-    outs.push_back(Make(std::move(t)));
+    values_[outs.at(out_index++).index] = std::move(t);
   }
   std::vector<llvm::Value*> size_values;  // in size_names order; the descriptor maps the entry's
   for (const auto& [var, name] : kernel.size_names) size_values.push_back(sizes.at(var.index));
@@ -962,11 +590,48 @@ HRef Lowering::RunKernel(const HFunction& fn, Span span) {
   b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors), Array(b_.getInt64Ty(), size_values),
                  Array(Ptr(), scalars)});
-  if (outs.size() == 1) return outs.front();
-  return Make(HTuple(outs));
 }
 
-void Lowering::LowerMainDef(const core::Def& main, std::size_t index) {
+// ---- Array kernels (codegen/array.h) ----
+
+void Lowering::LowerArray(std::size_t index) {
+  const graph::Group& group = plan_.groups[index];
+  const graph::Node& root = g_.Get(group.nodes.back());
+  if (!HasArrayKernel(g_, plan_, index))
+    Refuse(DiagnosticKind::HostArrayTier, root.span,
+           "a " + std::string(graph::Spelling(group.kind)) + " kernel (`" + std::string(graph::Spelling(root.kind)) +
+               "`)");
+  auto array = EmitArrayKernel(g_, plan_, index, options_.target, sources_);
+  if (!array) Refuse(DiagnosticKind::HostArrayTier, root.span, array.error());
+  std::vector<llvm::Value*> tensors;
+  for (std::size_t i = 0; i < array->tensors.size(); ++i) {
+    graph::NodeId id = array->tensors[i];
+    if (i < array->inputs) {
+      tensors.push_back(TensorOf(id).handle);
+      continue;
+    }
+    const graph::Node& n = g_.Get(id);
+    HTensor t;
+    t.dtype = n.dtype;
+    for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
+    t.handle = Out(n.dtype, t.dims);
+    tensors.push_back(t.handle);
+    values_[id.index] = std::move(t);
+  }
+  std::vector<llvm::Value*> sizes;
+  for (SizeVarId v : array->sizes) sizes.push_back(Size(v, root.span));
+  std::vector<llvm::Value*> grid;
+  for (const Dim& d : array->grid) grid.push_back(DimValue(d, root.span));
+  while (grid.size() < 3) grid.push_back(I64(1));
+  llvm::GlobalVariable* descriptor = Descriptor("weft.array." + std::to_string(out_.arrays.size()));
+  array_descriptors_.push_back(descriptor);
+  out_.arrays.push_back(ArrayUse{"k" + std::to_string(index), std::move(*array)});
+  b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors), Array(b_.getInt64Ty(), sizes),
+                 Array(Ptr(), {})});
+}
+
+void Lowering::LowerMain() {
   llvm::StructType::create(
       ctx_,
       {Ptr(), Ptr(), Ptr(), b_.getInt64Ty(), Ptr(), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(),
@@ -979,11 +644,27 @@ void Lowering::LowerMainDef(const core::Def& main, std::size_t index) {
   llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", main_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "main", main_);
   b_.SetInsertPoint(body);
-  EvaluateDef(index, main.span);
+  for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
+    const graph::Group& group = plan_.groups[i];
+    EmitChecks(group.nodes.back().index);
+    switch (group.kind) {
+      case graph::GroupKind::Host:
+        LowerHost(group.nodes.back());
+        break;
+      case graph::GroupKind::Call:
+        LowerCall(group);
+        break;
+      default:
+        LowerArray(i);
+        break;
+    }
+  }
+  EmitChecks(g_.nodes.size());
   b_.CreateRet(b_.CreateCall(Runtime("weft_program_end", b_.getInt32Ty(), {})));
+  const bool uses_gpu = !out_.kernels.empty() || !out_.arrays.empty();
   // A program without kernels never opens the GPU: its `random` tensors are filled on the host, and
   // it carries no `random` kernels.
-  if (out_.kernels.empty()) {
+  if (!uses_gpu) {
     for (auto& [dtype, descriptor] : random_descriptors_) {
       descriptor->replaceAllUsesWith(llvm::ConstantPointerNull::get(b_.getPtrTy()));
       descriptor->eraseFromParent();
@@ -995,7 +676,18 @@ void Lowering::LowerMainDef(const core::Def& main, std::size_t index) {
   b_.SetInsertPoint(entry);
   std::string target(synth::Spelling(options_.target));
   b_.CreateCall(Runtime("weft_program_start", b_.getVoidTy(), {b_.getInt32Ty(), Ptr(), Ptr(), b_.getInt32Ty()}),
-                {main_->getArg(0), main_->getArg(1), Text(target), I32(out_.kernels.empty() ? 0 : 1)});
+                {main_->getArg(0), main_->getArg(1), Text(target), I32(uses_gpu ? 1 : 0)});
+  if (uses_gpu) {
+    // Every module loaded before the program does anything (runtime.h, weft_program_preload).
+    std::vector<llvm::Constant*> all(descriptors_.begin(), descriptors_.end());
+    all.insert(all.end(), array_descriptors_.begin(), array_descriptors_.end());
+    for (auto& [dtype, descriptor] : random_descriptors_) all.push_back(descriptor);
+    auto* type = llvm::ArrayType::get(Ptr(), all.size());
+    auto* table = new llvm::GlobalVariable(m_, type, true, llvm::GlobalValue::PrivateLinkage,
+                                           llvm::ConstantArray::get(type, all), "weft.kernels");
+    b_.CreateCall(Runtime("weft_program_preload", b_.getVoidTy(), {Ptr(), b_.getInt32Ty()}),
+                  {table, I32(static_cast<std::int64_t>(all.size()))});
+  }
   b_.CreateBr(body);
 }
 
@@ -1010,16 +702,17 @@ Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module
   program.context = std::make_unique<llvm::LLVMContext>();
   program.module = std::make_unique<llvm::Module>("weft_host", *program.context);
   program.module->setTargetTriple(llvm::sys::getDefaultTargetTriple());
-  std::size_t index = 0;
-  for (; index < module.defs().size(); ++index)
-    if (&module.defs()[index] == &main) break;
   if (!main.params.empty()) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::HostUnsupported, main.span,
                                                   "a `main` with parameters: `main` is a value (`def main = ...`)")};
   }
+  auto built = graph::Build(module, vars, main);
+  if (!built) return built.error();
+  program.graph = std::make_unique<graph::Graph>(std::move(*built));
+  program.plan = std::make_unique<graph::Plan>(graph::Fuse(*program.graph));
   try {
-    Lowering lowering(module, vars, sources, program, options);
-    lowering.LowerMainDef(main, index);
+    Lowering lowering(module, vars, sources, *program.graph, *program.plan, program, options);
+    lowering.LowerMain();
   } catch (const Refusal& refusal) {
     return std::vector<Diagnostic>{refusal.diagnostic};
   } catch (const Refusals& refusals) {
@@ -1112,6 +805,20 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
     (kernel.Get(p.value).space == tile::Space::Global ? tensors : scalars) += 1;
   SetDescriptor(program, descriptor, use.def->name, "weft." + use.def->name + ".", device, cubin, tensors, scalars,
                 order, maps);
+}
+
+void AttachArrayKernel(HostModule& program, std::size_t index, const std::string& cubin) {
+  const ArrayUse& use = program.arrays.at(index);
+  const std::string name = "weft.array." + std::to_string(index);
+  llvm::GlobalVariable* descriptor = program.module->getGlobalVariable(name, true);
+  if (!descriptor) WEFT_INTERNAL_ERROR("host codegen: no descriptor for array kernel " + use.name);
+  // Tensors then sizes in the launch's order (array.h's contract): the size order is the identity.
+  auto* i32 = llvm::Type::getInt32Ty(*program.context);
+  std::vector<llvm::Constant*> order;
+  for (std::size_t i = 0; i < use.kernel.sizes.size(); ++i)
+    order.push_back(llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(i)));
+  SetDescriptor(program, descriptor, use.name, name + ".", use.kernel.device, cubin,
+                static_cast<int>(use.kernel.tensors.size()), 0, order, {});
 }
 
 void AttachRandomKernel(HostModule& program, Dtype dtype, const DeviceKernel& device, const std::string& cubin) {

@@ -113,6 +113,22 @@ void PrintRandom(const Options& options, Dtype dtype, const codegen::DeviceKerne
   out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
 }
 
+// The launch comment and code of one array kernel (array.h's contract).
+void PrintArray(const Options& options, const codegen::ArrayUse& use, const core::VarStore& vars, std::ostream& out) {
+  const char* comment = options.emit == Emit::Llvm ? "; " : "// ";
+  const codegen::DeviceKernel& device = use.kernel.device;
+  auto name = [&](core::SizeVarId v) { return vars.info(v).name; };
+  out << comment << "weft: entry " << device.entry << " (" << use.name << " of `main`), " << device.threads
+      << " threads, " << device.shared_bytes << " bytes of dynamic shared memory, " << use.kernel.tensors.size()
+      << " tensors (" << use.kernel.inputs << " read), sizes (";
+  for (std::size_t i = 0; i < use.kernel.sizes.size(); ++i) out << (i ? ", " : "") << name(use.kernel.sizes[i]);
+  out << "), grid (";
+  for (std::size_t i = 0; i < use.kernel.grid.size(); ++i)
+    out << (i ? ", " : "") << core::ToString(use.kernel.grid[i], name);
+  out << ")\n";
+  out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
+}
+
 // FILE parsed and checked; `file` is set when it could be read.
 struct Checked {
   SourceManager sources;
@@ -286,6 +302,15 @@ bool BuildExecutable(codegen::HostModule& program, synth::Target target, const S
       return;
     codegen::AttachKernel(program, i, d, cubin);
   });
+  if (!ok || diagnostics.has_errors()) return false;
+  for (std::size_t i = 0; i < program.arrays.size(); ++i) {
+    const codegen::ArrayUse& use = program.arrays[i];
+    std::string cubin;
+    if (!assemble(use.kernel.device.ptx, temp.path() + "/" + use.kernel.device.entry,
+                  "array kernel " + use.name + " of `main`", cubin))
+      return false;
+    codegen::AttachArrayKernel(program, i, cubin);
+  }
   for (Dtype dtype : program.randoms) {
     auto device = codegen::EmitRandomKernel(dtype, target);
     if (!device)
@@ -436,6 +461,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
                         [&](std::size_t i, const codegen::DeviceKernel& device) {
                           PrintDevice(options, program->kernels[i].kernel, device, out);
                         });
+        for (const codegen::ArrayUse& use : program->arrays) PrintArray(options, use, c.result->vars, out);
         for (Dtype dtype : program->randoms) {
           auto device = codegen::EmitRandomKernel(dtype, *target);
           if (!device) {

@@ -41,7 +41,7 @@ bool IsElementwiseKind(Kind k) {
 
 class Fuser {
  public:
-  explicit Fuser(const Graph& graph) : g_(graph) {
+  Fuser(const Graph& graph, const FuseOptions& options) : g_(graph), options_(options) {
     const std::size_t n = g_.nodes.size();
     users_.resize(n);
     plan_.group_of.assign(n, -1);
@@ -55,7 +55,7 @@ class Fuser {
   }
 
   Plan Run() {
-    MatchAttention();
+    if (options_.stdlib_kernels) MatchAttention();
     Group();
     Order();
     Connect();
@@ -163,9 +163,16 @@ class Fuser {
       std::int64_t only = users.size() == 1 ? *users.begin() : -1;
       graph::Group* group = only >= 0 ? &plan_.groups[static_cast<std::size_t>(only)] : nullptr;
       if (n.kind == Kind::View) {
-        // Views move no data: one consumer reads through it, several each do.
-        if (group && group->kind != GroupKind::Host && group->kind != GroupKind::Call &&
-            group->kind != GroupKind::Attention) {
+        // Views move no data: one kernel reads through it, several each do. The host and kernel
+        // calls read dense tensors: a view they read is copied by an elementwise kernel.
+        bool dense = g_.result && *g_.result == id;
+        for (std::int64_t u : users) {
+          GroupKind k = plan_.groups[static_cast<std::size_t>(u)].kind;
+          dense = dense || k == GroupKind::Host || k == GroupKind::Call || k == GroupKind::Attention;
+        }
+        if (dense) {
+          NewGroup(GroupKind::Elementwise, id, n.shape);
+        } else if (group) {
           Join(only, id);
         } else {
           GroupOf(id) = kLooseView;
@@ -215,7 +222,7 @@ class Fuser {
           g = NewGroup(GroupKind::Gemm, id, n.shape);
         }
         closed_.insert(g);  // what comes before the product is not its epilogue
-        ChooseGemm(g, id);
+        if (options_.stdlib_kernels) ChooseGemm(g, id);
         continue;
       }
       if (n.kind == Kind::Gather) {
@@ -432,6 +439,7 @@ class Fuser {
   static constexpr std::int64_t kLooseView = -2;  // a view read by several groups: in none
 
   const Graph& g_;
+  FuseOptions options_;
   Plan plan_;
   std::vector<std::vector<NodeId>> users_;
   std::set<std::uint32_t> host_scalar_;
@@ -446,8 +454,8 @@ std::size_t Plan::Kernels() const {
   return n;
 }
 
-Plan Fuse(const Graph& graph) {
-  return Fuser(graph).Run();
+Plan Fuse(const Graph& graph, const FuseOptions& options) {
+  return Fuser(graph, options).Run();
 }
 
 }  // namespace weft::graph

@@ -172,8 +172,15 @@ struct Plan {
   std::size_t Kernels() const;          // groups that are GPU kernels (not Host)
 };
 
+struct FuseOptions {
+  // Route products to the stdlib gemm kernels and the attention pattern to the stdlib attention
+  // kernels. Off until the host launches them (with a generic fallback when their `where` clauses
+  // fail at run time): then every product is a generic gemm group, and attention is its parts.
+  bool stdlib_kernels = false;
+};
+
 // Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.
-Plan Fuse(const Graph& graph);
+Plan Fuse(const Graph& graph, const FuseOptions& options = {});
 
 // The graph and its plan as text (`weft build --emit=graph`).
 std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);

@@ -7,7 +7,8 @@
 //    yet; `print` and `save` download a kernel's output. `out` tensors start on the GPU, zeroed.
 // 2. Every failure ends the program with weft_fail's one line (exit status 1): generated code has
 //    nothing better to do with an error, and this way it carries no error paths.
-// 3. A kernel's module is loaded at its first launch: the cubin when the build had ptxas and the GPU
+// 3. A kernel's module is loaded by weft_program_preload when the program starts (or, for a caller
+//    that does not preload, at its first launch): the cubin when the build had ptxas and the GPU
 //    takes it, else the PTX (the driver compiles it for the GPU).
 // 4. Tensors live until weft_program_end, which waits for the GPU first, so that a kernel that
 //    failed is reported even when nothing reads its output.
@@ -175,6 +176,10 @@ void weft_program_start(int argc, char** argv, const char* target, int uses_gpu)
                info.index, info.name, info.sm_major, info.sm_minor,
                t == "sm_90a" && info.sm_major >= 8 ? ": build it with `--target sm_80`" : "");
   }
+}
+
+void weft_program_preload(weft_program_kernel* const* kernels, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) Load(*kernels[i]);
 }
 
 int weft_program_end(void) {

@@ -316,6 +316,10 @@ typedef struct weft_program_kernel {
  * the program's one message) and a check that the GPU runs code built for `target` ("sm_80":
  * compute capability 8.0 or newer; "sm_90a": exactly 9.0). */
 void weft_program_start(int argc, char** argv, const char* target, int uses_gpu);
+/* After weft_program_start in a program that uses the GPU: loads the module of each of the
+ * program's `count` kernels now, so that a bad module fails the program before it does anything and
+ * `time` intervals do not include loading (module loading is otherwise lazy, at the first launch). */
+void weft_program_preload(weft_program_kernel* const* kernels, int32_t count);
 /* Last call of `main`: waits for the GPU (a kernel that failed is reported here), frees every
  * tensor. Returns 0, the program's exit status. */
 int weft_program_end(void);

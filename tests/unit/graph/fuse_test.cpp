@@ -1,0 +1,149 @@
+// graph::Fuse on checked programs: with FuseOptions::stdlib_kernels, products go to the stdlib gemm
+// kernel that fits (or say why none does) and nn's attention becomes one stdlib attention kernel;
+// without it (what `weft build` does today) neither happens. And the buffer plan never gives a
+// group's output the buffer of a value the group reads, nor two live values one buffer.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+
+#include "check/check.h"
+#include "graph/graph.h"
+#include "syntax/parser.h"
+
+namespace weft::graph {
+namespace {
+
+struct Program {
+  SourceManager sources;
+  check::CheckResult result;
+  Graph graph;
+};
+
+std::unique_ptr<Program> Build(const std::string& text) {
+  auto p = std::make_unique<Program>();
+  Diagnostics diagnostics;
+  FileId id = p->sources.Add("test.weft", text);
+  syntax::Ast ast = syntax::Parse(p->sources, id, diagnostics);
+  check::CheckOptions options;
+  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
+  p->result = check::Check(p->sources, ast, diagnostics, options);
+  REQUIRE_FALSE(diagnostics.has_errors());
+  const core::Def* main = p->result.module.Find("main");
+  REQUIRE(main != nullptr);
+  auto graph = graph::Build(p->result.module, p->result.vars, *main);
+  REQUIRE(graph);
+  p->graph = std::move(*graph);
+  return p;
+}
+
+std::size_t Count(const Plan& plan, GroupKind kind) {
+  std::size_t n = 0;
+  for (const Group& g : plan.groups) n += g.kind == kind ? 1 : 0;
+  return n;
+}
+
+const Group* First(const Plan& plan, GroupKind kind) {
+  for (const Group& g : plan.groups)
+    if (g.kind == kind) return &g;
+  return nullptr;
+}
+
+const char* kAttention = R"(import nn
+def main =
+  let q = (load "q.npy" : bf16[h, s, 64]) in
+  let k = (load "k.npy" : bf16[h, t, 64]) in
+  let v = (load "v.npy" : bf16[h, t, 64]) in
+  save "o.npy" (attention q k v)
+)";
+
+TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[graph]") {
+  auto p = Build(kAttention);
+  Plan plan = Fuse(p->graph, FuseOptions{true});
+  REQUIRE(Count(plan, GroupKind::Attention) == 1);
+  const Group* g = First(plan, GroupKind::Attention);
+  CHECK(g->kernel == "attention_d64");
+  CHECK(plan.Kernels() == 1);
+  // It reads q, k and v (and the scale, a host scalar) and writes only its result.
+  CHECK(g->outputs.size() == 1);
+  CHECK(p->graph.Get(g->outputs[0]).dtype == Dtype::BF16);
+}
+
+TEST_CASE("without the stdlib kernels, attention is its parts", "[graph]") {
+  auto p = Build(kAttention);
+  Plan plan = Fuse(p->graph);
+  CHECK(Count(plan, GroupKind::Attention) == 0);
+  CHECK(Count(plan, GroupKind::Gemm) == 2);
+  CHECK(Count(plan, GroupKind::Rows) == 1);
+  for (const Group& g : plan.groups) CHECK(g.kernel.empty() == (g.kind != GroupKind::Call));
+}
+
+TEST_CASE("attention at head dim 32 has no stdlib kernel", "[graph]") {
+  std::string text = kAttention;
+  for (std::size_t at = text.find("64"); at != std::string::npos; at = text.find("64")) text.replace(at, 2, "32");
+  auto p = Build(text);
+  Plan plan = Fuse(p->graph, FuseOptions{true});
+  CHECK(Count(plan, GroupKind::Attention) == 0);
+}
+
+TEST_CASE("products choose the stdlib gemm that fits, with the epilogue fused", "[graph]") {
+  auto p = Build(R"(def main =
+  let x = (load "x.npy" : bf16[m, 1024]) in
+  let w = (load "w.npy" : bf16[1024, 4096]) in
+  let b = (load "b.npy" : bf16[4096]) in
+  let h = maximum (x @ w + b) 0.0 in
+  let wt = (load "wt.npy" : bf16[512, 4096]) in
+  let o = matmul_f32 h (transpose wt) in
+  let f = (load "f.npy" : f32[m, 512]) in
+  save "o.npy" (f @ (transpose o) * 2.0)
+)");
+  Plan plan = Fuse(p->graph, FuseOptions{true});
+  REQUIRE(Count(plan, GroupKind::Gemm) == 3);
+  std::vector<const Group*> gemms;
+  for (const Group& g : plan.groups)
+    if (g.kind == GroupKind::Gemm) gemms.push_back(&g);
+  CHECK(gemms[0]->kernel == "gemm_bf16_bf16");  // rounds to bf16 as it stores, after + and maximum
+  CHECK(gemms[0]->nodes.size() == 3);           // @, +, maximum
+  CHECK(gemms[1]->kernel == "gemm_bf16_nt");    // b read through a transpose
+  CHECK(gemms[2]->kernel.empty());
+  CHECK(gemms[2]->why == "no stdlib gemm takes f32 operands");
+  // Without the stdlib kernels the same groups form, with no kernel named.
+  Plan plain = Fuse(p->graph);
+  REQUIRE(Count(plain, GroupKind::Gemm) == 3);
+  for (const Group& g : plain.groups) CHECK(g.kernel.empty());
+}
+
+TEST_CASE("no buffer holds two live values, and no group writes a buffer it reads", "[graph]") {
+  auto p = Build(R"(import nn
+def main =
+  let x = (random [256, 300] 1 : f32[256, 300]) in
+  let a = softmax x in
+  let b = exp a + 1.0 in
+  let _ = save "a.npy" a in
+  let c = layernorm (b * 2.0) (random [300] 2) (random [300] 3) in
+  let d = sum (c - a) in
+  save "d.npy" (d + sum b)
+)");
+  Plan plan = Fuse(p->graph);
+  REQUIRE(plan.Kernels() == 2);  // softmax (saved), then one row kernel for the rest
+  // Each group's inputs and outputs, by buffer.
+  for (std::size_t g = 0; g < plan.groups.size(); ++g) {
+    for (NodeId out : plan.groups[g].outputs) {
+      std::int64_t b = plan.buffer_of[out.index];
+      if (b < 0) continue;
+      for (NodeId in : plan.groups[g].inputs) CHECK(plan.buffer_of[in.index] != b);
+    }
+  }
+  // A buffer's values in turn: each one's last reader comes before the next one's writer.
+  for (const Buffer& buffer : plan.buffers) {
+    for (std::size_t i = 1; i < buffer.holds.size(); ++i) {
+      std::int64_t writer = plan.group_of[buffer.holds[i].index];
+      for (std::size_t g = static_cast<std::size_t>(writer); g < plan.groups.size(); ++g) {
+        for (NodeId in : plan.groups[g].inputs) CHECK(in != buffer.holds[i - 1]);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::graph
