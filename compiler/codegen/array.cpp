@@ -1118,57 +1118,41 @@ class ArrayEmitter {
     return {b_.CreateSelect(take, c[0], a[0]), b_.CreateSelect(take, c[1], a[1])};
   }
 
-  // reduce f z x: thread t folds its contiguous chunk of the row in index order (thread 0 from z,
-  // the others from their chunk's first element), then every thread folds the partials in thread
-  // order. For an associative f that is the interpreter's left fold; for another f it is a
-  // different bracketing of the same sequence (docs/graph.md).
+  // reduce f z x: the interpreter's left fold, exactly: thread 0 folds the row in index order from
+  // z (a combiner need not be associative, nor z its identity: `maximum acc (abs x)` is neither),
+  // and shares the result through shared memory. Rows run in parallel, one block each.
   llvm::Value* CombinerReduce(const Node& r, int threads, const std::function<Coords(llvm::Value*)>& element) {
+    (void)threads;
     Dtype d = r.dtype;
     llvm::Type* t = Storage(d);
     if (Bytes(d) > 8) Refuse("a combiner over " + std::string(Spelling(d)));
     const Node& z = Get(r.args[1]);
-    llvm::Value* init =
-        Convert(EmitOne(r.args[1], Broadcast(row_coords_,
-                                             group_.space.size() > 1
-                                                 ? std::vector<Dim>(group_.space.begin(), group_.space.end() - 1)
-                                                 : std::vector<Dim>{},
-                                             z.shape)),
-                z.dtype, d);
-    llvm::Value* chunk = b_.CreateUDiv(b_.CreateAdd(n_, I64(threads - 1)), I64(threads));
-    llvm::Value* lo = b_.CreateMul(tid_, chunk);
-    llvm::Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, chunk), n_);
-    llvm::Value* is_first = b_.CreateICmpEQ(tid_, I64(0));
-    llvm::Value* acc = Local(t, init);
-    llvm::Value* has = Local(b_.getInt1Ty(), is_first);
-    Loop(lo, hi, I64(1), [&](llvm::Value* j) {
-      llvm::Value* x = EmitOne(r.args[0], element(j));
-      llvm::Value* had = b_.CreateLoad(b_.getInt1Ty(), has);
-      llvm::Value* folded = Combine(*r.combiner, b_.CreateLoad(t, acc), x);
-      b_.CreateStore(b_.CreateSelect(had, folded, x), acc);
-      b_.CreateStore(b_.getTrue(), has);
-    });
-    llvm::Value* flags = I64(8LL * threads);
     Barrier();
-    b_.CreateStore(b_.CreateLoad(t, acc), SharedAt(b_.CreateMul(tid_, I64(8))));
-    b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt1Ty(), has), b_.getInt8Ty()),
-                   SharedAt(b_.CreateAdd(flags, tid_)));
-    Barrier();
-    llvm::Value* total = Local(t, b_.CreateLoad(t, SharedAt(I64(0))));
-    Loop(I64(1), I64(threads), I64(1), [&](llvm::Value* u) {
-      llvm::Value* p = b_.CreateLoad(t, SharedAt(b_.CreateMul(u, I64(8))));
-      llvm::Value* flag =
-          b_.CreateICmpNE(b_.CreateLoad(b_.getInt8Ty(), SharedAt(b_.CreateAdd(flags, u))), b_.getInt8(0));
-      llvm::Value* before = b_.CreateLoad(t, total);
-      b_.CreateStore(b_.CreateSelect(flag, Combine(*r.combiner, before, p), before), total);
+    If(b_.CreateICmpEQ(tid_, I64(0)), [&] {
+      llvm::Value* init =
+          Convert(EmitOne(r.args[1], Broadcast(row_coords_,
+                                               group_.space.size() > 1
+                                                   ? std::vector<Dim>(group_.space.begin(), group_.space.end() - 1)
+                                                   : std::vector<Dim>{},
+                                               z.shape)),
+                  z.dtype, d);
+      llvm::Value* acc = Local(t, init);
+      Loop(I64(0), n_, I64(1), [&](llvm::Value* j) {
+        llvm::Value* x = EmitOne(r.args[0], element(j));
+        b_.CreateStore(Combine(*r.combiner, b_.CreateLoad(t, acc), x), acc);
+      });
+      b_.CreateStore(b_.CreateLoad(t, acc), SharedAt(I64(0)));
     });
-    llvm::Value* result = b_.CreateLoad(t, total);
+    Barrier();
+    llvm::Value* result = b_.CreateLoad(t, SharedAt(I64(0)));
     Barrier();
     return result;
   }
 
-  // scan f z x: one block per row, the row in chunks of T elements: a block-wide inclusive scan
-  // of the chunk (Hillis-Steele over shared memory, combining an earlier partial on the left),
-  // then the carry (z, then the previous chunk's last result) combined on the left.
+  // scan f z x: one block per row, the row in chunks of T elements: the block loads a chunk's
+  // elements (their prologue computed in parallel) into shared memory, thread 0 folds them in
+  // index order from the carry (the interpreter's left fold, exactly, for any combiner), and the
+  // block computes the epilogue and stores in parallel.
   void ScanKernel() {
     int threads = RowThreads();
     out_.device.threads = threads;
@@ -1196,24 +1180,23 @@ class ArrayEmitter {
       c.push_back(Coord{j, false});
       llvm::Value* x = Local(t, llvm::Constant::getNullValue(t));
       If(valid, [&] { b_.CreateStore(EmitOne(s.args[0], c), x); });
-      llvm::Value* v = b_.CreateLoad(t, x);
+      // The chunk's inclusive scan, exactly the interpreter's left fold: thread 0 folds the chunk's
+      // elements in index order from the carry (z, then the previous chunk's last result), in
+      // shared memory; every thread then reads its own.
       llvm::Value* mine = SharedAt(b_.CreateMul(tid_, I64(8)));
-      for (int offset = 1; offset < threads; offset *= 2) {
-        b_.CreateStore(v, mine);
-        Barrier();
-        llvm::Value* has = b_.CreateICmpUGE(tid_, I64(offset));
-        llvm::Value* from = b_.CreateSelect(has, b_.CreateSub(tid_, I64(offset)), tid_);
-        llvm::Value* left = b_.CreateLoad(t, SharedAt(b_.CreateMul(from, I64(8))));
-        v = b_.CreateSelect(has, Combine(*s.combiner, left, v), v);
-        Barrier();
-      }
-      v = Combine(*s.combiner, b_.CreateLoad(t, carry), v);
-      // The next carry: this chunk's last valid element.
-      b_.CreateStore(v, mine);
+      b_.CreateStore(b_.CreateLoad(t, x), mine);
       Barrier();
-      llvm::Value* last =
-          b_.CreateSub(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(threads), b_.CreateSub(n_, base)), I64(1));
-      b_.CreateStore(b_.CreateLoad(t, SharedAt(b_.CreateMul(last, I64(8)))), carry);
+      If(b_.CreateICmpEQ(tid_, I64(0)), [&] {
+        llvm::Value* count = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, I64(threads), b_.CreateSub(n_, base));
+        Loop(I64(0), count, I64(1), [&](llvm::Value* i) {
+          llvm::Value* at = SharedAt(b_.CreateMul(i, I64(8)));
+          llvm::Value* folded = Combine(*s.combiner, b_.CreateLoad(t, carry), b_.CreateLoad(t, at));
+          b_.CreateStore(folded, at);
+          b_.CreateStore(folded, carry);
+        });
+      });
+      Barrier();
+      llvm::Value* v = b_.CreateLoad(t, mine);
       Barrier();
       current_[scan.index] = v;
       current_coords_ = c;
@@ -1403,8 +1386,7 @@ bool HasArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::siz
     case GroupKind::Gather:
     case GroupKind::Concat:
       break;
-    case GroupKind::Gemm:
-      if (!g.kernel.empty()) return false;
+    case GroupKind::Gemm:  // with a stdlib kernel too: the fallback when its `where` fails at run time
       break;
     default:
       return false;

@@ -90,6 +90,9 @@ class Lowering {
   void LowerHost(graph::NodeId id);
   void LowerCall(const graph::Group& group);
   void LowerArray(std::size_t index);
+  void LowerStdlibGemm(std::size_t index);
+  // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
+  std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
   void LowerLoad(graph::NodeId id);
   void EmitChecks(std::size_t upto);
   // The run-time value of a node the host reads: made when first needed for a literal or a size.
@@ -465,15 +468,9 @@ void Lowering::LowerCall(const graph::Group& group) {
   const graph::Node& call = g_.Get(call_id);
   const core::Def& def = *call.def;
   const Span span = call.span;
-  auto [it, fresh] = kernel_index_.emplace(&def, out_.kernels.size());
-  if (fresh) {
-    auto lowered = tile::Lower(module_, vars_, def);
-    if (!lowered) throw Refusals{lowered.error()};
-    out_.kernels.push_back(KernelUse{&def, std::move(*lowered)});
-    descriptors_.push_back(Descriptor("weft.kernel." + def.name));
-  }
-  const tile::Kernel& kernel = out_.kernels[it->second].kernel;
-  llvm::GlobalVariable* descriptor = descriptors_[it->second];
+  const std::size_t use = UseKernel(module_, vars_, def);
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
+  llvm::GlobalVariable* descriptor = descriptors_[use];
   const std::string where = Escape(Where(span));
   const std::string kname = "`" + Escape(kernel.name) + "`";
 
@@ -592,6 +589,75 @@ void Lowering::LowerCall(const graph::Group& group) {
                  Array(Ptr(), scalars)});
 }
 
+std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def) {
+  auto [it, fresh] = kernel_index_.emplace(&def, out_.kernels.size());
+  if (fresh) {
+    auto lowered = tile::Lower(module, vars, def);
+    if (!lowered) throw Refusals{lowered.error()};
+    out_.kernels.push_back(KernelUse{&def, std::move(*lowered)});
+    descriptors_.push_back(Descriptor("weft.kernel." + def.name));
+  }
+  return it->second;
+}
+
+// A product the graph routed to a stdlib gemm kernel (graph::FuseOptions::stdlib_gemm): launched
+// when the kernel's `where` facts hold for the run-time sizes, else the group's generic product
+// kernel computes it; both write the same output.
+void Lowering::LowerStdlibGemm(std::size_t index) {
+  const graph::Group& group = plan_.groups[index];
+  const graph::Node& mm = g_.Get(group.nodes.back());
+  const core::Def* def = options_.stdlib ? options_.stdlib->Find(group.kernel) : nullptr;
+  if (!def || !def->kernel) {
+    LowerArray(index);
+    return;
+  }
+  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
+  // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of.
+  graph::NodeId b_id = mm.args[1];
+  if (g_.Get(b_id).kind == graph::Kind::View) b_id = g_.Get(b_id).args[0];
+  std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
+  HTensor out;
+  out.dtype = mm.dtype;
+  for (const Dim& d : mm.shape) out.dims.push_back(DimValue(d, mm.span));
+  out.handle = Out(mm.dtype, out.dims);
+  values_[group.nodes.back().index] = out;
+  // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
+  std::map<std::uint32_t, llvm::Value*> sizes;
+  std::size_t input = 0;
+  for (const tile::Param& param : kernel.params) {
+    const tile::Value& v = kernel.Get(param.value);
+    if (param.out || v.space != tile::Space::Global) continue;
+    const HTensor& t = *inputs.at(input++);
+    for (std::size_t a = 0; a < v.shape.size() && a < t.dims.size(); ++a)
+      if (std::optional<SizeVarId> var = v.shape[a].AsVar(); var && !sizes.count(var->index))
+        sizes[var->index] = t.dims[a];
+  }
+  auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
+  llvm::Value* holds = b_.getTrue();
+  for (const core::DimFact& fact : kernel.where)
+    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
+  llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
+  b_.CreateCondBr(holds, fast, generic);
+  b_.SetInsertPoint(fast);
+  std::vector<llvm::Value*> tensors = {inputs[0]->handle, inputs[1]->handle, out.handle};
+  std::vector<llvm::Value*> size_values;
+  for (const auto& [var, name] : kernel.size_names) size_values.push_back(sizes.at(var.index));
+  std::vector<llvm::Value*> grid;
+  for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
+  while (grid.size() < 3) grid.push_back(I64(1));
+  b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
+                 Array(b_.getInt64Ty(), size_values), Array(Ptr(), {})});
+  b_.CreateBr(done);
+  b_.SetInsertPoint(generic);
+  LowerArray(index);  // writes into `out`, already allocated
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
 // ---- Array kernels (codegen/array.h) ----
 
 void Lowering::LowerArray(std::size_t index) {
@@ -608,6 +674,10 @@ void Lowering::LowerArray(std::size_t index) {
     graph::NodeId id = array->tensors[i];
     if (i < array->inputs) {
       tensors.push_back(TensorOf(id).handle);
+      continue;
+    }
+    if (values_[id.index]) {  // allocated by the caller (LowerStdlibGemm's fallback)
+      tensors.push_back(values_[id.index]->handle);
       continue;
     }
     const graph::Node& n = g_.Get(id);
@@ -653,6 +723,13 @@ void Lowering::LowerMain() {
         break;
       case graph::GroupKind::Call:
         LowerCall(group);
+        break;
+      case graph::GroupKind::Gemm:
+        if (group.kernel.empty()) {
+          LowerArray(i);
+        } else {
+          LowerStdlibGemm(i);
+        }
         break;
       default:
         LowerArray(i);

@@ -71,6 +71,10 @@ struct HostModule {
 
 struct HostOptions {
   synth::Target target = synth::Target::Sm90a;  // checked against the GPU when the program starts
+  // The stdlib's kernels (a module that imports `gemm`), for the products the graph routes to them
+  // (graph::FuseOptions); without it every product runs on the generic kernel.
+  const core::Module* stdlib = nullptr;
+  const core::VarStore* stdlib_vars = nullptr;
 };
 
 // Step 1: `main`'s host code and its array kernels' device code, or the diagnostics that say what

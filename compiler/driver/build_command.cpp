@@ -135,7 +135,35 @@ struct Checked {
   Diagnostics diagnostics;
   std::optional<FileId> file;
   std::optional<check::CheckResult> result;
+  std::optional<check::CheckResult> stdlib;  // `import gemm` alone, for the products routed to it
 };
+
+std::string StdlibDir() {
+  const char* stdlib = std::getenv("WEFT_STDLIB");
+  return stdlib ? stdlib : WEFT_STDLIB_DIR;
+}
+
+// The stdlib kernels the graph routes products to (graph::FuseOptions), checked into the same
+// sources as the program so that their spans (line information) resolve. Without them (a stdlib
+// that does not check) every product runs on the generic kernel.
+codegen::HostOptions HostFor(Checked& c, synth::Target target) {
+  codegen::HostOptions host;
+  host.target = target;
+  if (!c.stdlib) {
+    Diagnostics quiet;
+    FileId id = c.sources.Add("<stdlib kernels>", "import gemm\n");
+    syntax::Ast ast = syntax::Parse(c.sources, id, quiet);
+    check::CheckOptions options;
+    options.stdlib_dir = StdlibDir();
+    c.stdlib = check::Check(c.sources, ast, quiet, options);
+    if (quiet.has_errors()) c.stdlib.reset();
+  }
+  if (c.stdlib) {
+    host.stdlib = &c.stdlib->module;
+    host.stdlib_vars = &c.stdlib->vars;
+  }
+  return host;
+}
 
 void CheckFile(const std::string& path, Checked& c) {
   if (path == "-") {
@@ -152,8 +180,7 @@ void CheckFile(const std::string& path, Checked& c) {
   syntax::Ast ast = syntax::Parse(c.sources, *c.file, c.diagnostics);
   if (c.diagnostics.has_errors()) return;
   check::CheckOptions check_options;
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+  check_options.stdlib_dir = StdlibDir();
   c.result = check::Check(c.sources, ast, c.diagnostics, check_options);
 }
 
@@ -452,8 +479,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       return Report(options, c.sources, c.diagnostics, err);
     }
     if (main) {
-      codegen::HostOptions host;
-      host.target = *target;
+      codegen::HostOptions host = HostFor(c, *target);
       auto program = codegen::LowerMain(c.result->module, c.result->vars, *main, c.sources, host);
       if (program && emit) {
         // The kernels `main` calls, then (LLVM IR) its host module.

@@ -55,7 +55,7 @@ class Fuser {
   }
 
   Plan Run() {
-    if (options_.stdlib_kernels) MatchAttention();
+    if (options_.stdlib_attention) MatchAttention();
     Group();
     Order();
     Connect();
@@ -213,6 +213,16 @@ class Fuser {
         continue;
       }
       if (n.kind == Kind::MatMul) {
+        if (options_.stdlib_gemm) {
+          if (std::optional<std::string> kernel = StdlibGemm(id)) {
+            std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
+            closed_.insert(g);
+            plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
+            plan_.groups[static_cast<std::size_t>(g)].why =
+                "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time; else the generic product";
+            continue;
+          }
+        }
         std::int64_t g = -1;
         if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
           group->kind = GroupKind::Gemm;
@@ -222,7 +232,7 @@ class Fuser {
           g = NewGroup(GroupKind::Gemm, id, n.shape);
         }
         closed_.insert(g);  // what comes before the product is not its epilogue
-        if (options_.stdlib_kernels) ChooseGemm(g, id);
+        if (options_.stdlib_gemm) WhyGeneric(g, id);
         continue;
       }
       if (n.kind == Kind::Gather) {
@@ -237,29 +247,38 @@ class Fuser {
     }
   }
 
-  // The stdlib kernel a product runs on, or why none fits (then a generic kernel computes it).
-  void ChooseGemm(std::int64_t g, NodeId id) {
+  // The stdlib gemm kernel that computes product `id` as the graph means it (its operands as they
+  // are stored, its result in the product's dtype), or none.
+  std::optional<std::string> StdlibGemm(NodeId id) const {
+    const Node& mm = Get(id);
+    const Node& a = Get(mm.args[0]);
+    const Node& b = Get(mm.args[1]);
+    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) return std::nullopt;
+    if (a.shape.size() != 2 || b.shape.size() != 2 || a.kind == Kind::View) return std::nullopt;
+    // A transposed b read by the product alone is the `_nt` kernel's operand, stored as [n, k].
+    bool nt = b.kind == Kind::View;
+    if (nt && (b.fn != "transpose" || users_[mm.args[1].index].size() != 1 || Get(b.args[0]).kind == Kind::View))
+      return std::nullopt;
+    std::string in(Spelling(a.dtype));
+    if (mm.dtype == Dtype::F32)
+      return nt && a.dtype != Dtype::BF16 ? std::nullopt : std::optional("gemm_" + in + (nt ? "_nt" : ""));
+    if (nt) return std::nullopt;  // the `_nt` kernel writes f32 only
+    return "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
+  }
+
+  // Why a product runs on the generic kernel.
+  void WhyGeneric(std::int64_t g, NodeId id) {
     graph::Group& group = plan_.groups[static_cast<std::size_t>(g)];
     const Node& mm = Get(id);
     const Node& a = Get(mm.args[0]);
     const Node& b = Get(mm.args[1]);
     if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) {
       group.why = std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) + " operands";
-      return;
-    }
-    if (a.shape.size() != 2 || b.shape.size() != 2) {
+    } else if (a.shape.size() != 2 || b.shape.size() != 2) {
       group.why = "batched: the stdlib gemm takes rank-2 operands";
-      return;
+    } else {
+      group.why = "operands read through views the stdlib gemm does not take";
     }
-    // A transposed b (a view read by the product alone) is the `_nt` kernel's operand.
-    bool nt = b.kind == Kind::View && b.fn == "transpose" && users_[mm.args[1].index].size() == 1;
-    std::string in(Spelling(a.dtype));
-    group.kernel = "gemm_" + in + (nt ? "_nt" : "");
-    // What the epilogue stores decides the output dtype; the kernel rounds to it as it stores.
-    const Node& root = Get(group.nodes.front());
-    if (!nt && root.dtype != Dtype::F32 && (root.dtype == Dtype::BF16 || root.dtype == Dtype::F16))
-      group.kernel += "_" + std::string(Spelling(root.dtype));
-    group.why = "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time";
   }
 
   // softmax(matmul_f32 q (transpose k) * rsqrt (cast f32 d)) cast to bf16, times v: the stdlib

@@ -173,10 +173,15 @@ struct Plan {
 };
 
 struct FuseOptions {
-  // Route products to the stdlib gemm kernels and the attention pattern to the stdlib attention
-  // kernels. Off until the host launches them (with a generic fallback when their `where` clauses
-  // fail at run time): then every product is a generic gemm group, and attention is its parts.
-  bool stdlib_kernels = false;
+  // Route a product of bf16 or f16 matrices to the stdlib gemm kernel that computes it (its group
+  // is the product alone: the elementwise work after it is a kernel of its own, since the stdlib
+  // kernels have no epilogue to fuse into yet). The host launches it when its `where` clause holds
+  // at run time and the generic product kernel otherwise.
+  bool stdlib_gemm = true;
+  // Route nn's attention pattern to the stdlib attention kernel. Off: the host does not launch
+  // those yet (their result is f32, the pattern's bf16; no fallback for other shapes), so
+  // attention is its parts.
+  bool stdlib_attention = false;
 };
 
 // Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.

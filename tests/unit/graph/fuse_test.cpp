@@ -1,7 +1,8 @@
-// graph::Fuse on checked programs: with FuseOptions::stdlib_kernels, products go to the stdlib gemm
-// kernel that fits (or say why none does) and nn's attention becomes one stdlib attention kernel;
-// without it (what `weft build` does today) neither happens. And the buffer plan never gives a
-// group's output the buffer of a value the group reads, nor two live values one buffer.
+// graph::Fuse on checked programs: products of bf16/f16 matrices go to the stdlib gemm kernel that
+// computes them (or say why none does); with FuseOptions::stdlib_attention nn's attention becomes
+// one stdlib attention kernel, without it (what `weft build` does today) it is its parts. And the
+// buffer plan never gives a group's output the buffer of a value the group reads, nor two live
+// values one buffer.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -59,7 +60,7 @@ def main =
 
 TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[graph]") {
   auto p = Build(kAttention);
-  Plan plan = Fuse(p->graph, FuseOptions{true});
+  Plan plan = Fuse(p->graph, FuseOptions{true, true});
   REQUIRE(Count(plan, GroupKind::Attention) == 1);
   const Group* g = First(plan, GroupKind::Attention);
   CHECK(g->kernel == "attention_d64");
@@ -75,18 +76,19 @@ TEST_CASE("without the stdlib kernels, attention is its parts", "[graph]") {
   CHECK(Count(plan, GroupKind::Attention) == 0);
   CHECK(Count(plan, GroupKind::Gemm) == 2);
   CHECK(Count(plan, GroupKind::Rows) == 1);
-  for (const Group& g : plan.groups) CHECK(g.kernel.empty() == (g.kind != GroupKind::Call));
+  // Batched products: no stdlib gemm.
+  for (const Group& g : plan.groups) CHECK(g.kernel.empty());
 }
 
 TEST_CASE("attention at head dim 32 has no stdlib kernel", "[graph]") {
   std::string text = kAttention;
   for (std::size_t at = text.find("64"); at != std::string::npos; at = text.find("64")) text.replace(at, 2, "32");
   auto p = Build(text);
-  Plan plan = Fuse(p->graph, FuseOptions{true});
+  Plan plan = Fuse(p->graph, FuseOptions{true, true});
   CHECK(Count(plan, GroupKind::Attention) == 0);
 }
 
-TEST_CASE("products choose the stdlib gemm that fits, with the epilogue fused", "[graph]") {
+TEST_CASE("products choose the stdlib gemm that computes them; the generic one fuses its epilogue", "[graph]") {
   auto p = Build(R"(def main =
   let x = (load "x.npy" : bf16[m, 1024]) in
   let w = (load "w.npy" : bf16[1024, 4096]) in
@@ -97,19 +99,24 @@ TEST_CASE("products choose the stdlib gemm that fits, with the epilogue fused", 
   let f = (load "f.npy" : f32[m, 512]) in
   save "o.npy" (f @ (transpose o) * 2.0)
 )");
-  Plan plan = Fuse(p->graph, FuseOptions{true});
+  Plan plan = Fuse(p->graph);
   REQUIRE(Count(plan, GroupKind::Gemm) == 3);
   std::vector<const Group*> gemms;
   for (const Group& g : plan.groups)
     if (g.kind == GroupKind::Gemm) gemms.push_back(&g);
-  CHECK(gemms[0]->kernel == "gemm_bf16_bf16");  // rounds to bf16 as it stores, after + and maximum
-  CHECK(gemms[0]->nodes.size() == 3);           // @, +, maximum
+  CHECK(gemms[0]->kernel == "gemm_bf16_bf16");  // `@` of bf16 rounds to bf16 as it stores
+  CHECK(gemms[0]->nodes.size() == 1);           // the bias and the ReLU are a kernel after it
   CHECK(gemms[1]->kernel == "gemm_bf16_nt");    // b read through a transpose
-  CHECK(gemms[2]->kernel.empty());
+  CHECK(gemms[1]->nodes.size() == 2);
+  CHECK(gemms[2]->kernel.empty());  // f32: the generic product, with its epilogue
+  CHECK(gemms[2]->nodes.size() == 3);
   CHECK(gemms[2]->why == "no stdlib gemm takes f32 operands");
-  // Without the stdlib kernels the same groups form, with no kernel named.
-  Plan plain = Fuse(p->graph);
+  REQUIRE(Count(plan, GroupKind::Elementwise) == 1);
+  CHECK(First(plan, GroupKind::Elementwise)->nodes.size() == 2);  // +, maximum
+  // Without the stdlib kernels the first product takes its epilogue.
+  Plan plain = Fuse(p->graph, FuseOptions{false, false});
   REQUIRE(Count(plain, GroupKind::Gemm) == 3);
+  CHECK(Count(plain, GroupKind::Elementwise) == 0);
   for (const Group& g : plain.groups) CHECK(g.kernel.empty());
 }
 
