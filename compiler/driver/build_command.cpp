@@ -146,18 +146,21 @@ std::string StdlibDir() {
 // The stdlib kernels the graph routes products to (graph::FuseOptions), checked into the same
 // sources as the program so that their spans (line information) resolve. Without them (a stdlib
 // that does not check) every product runs on the generic kernel.
+std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources) {
+  Diagnostics quiet;
+  FileId id = sources.Add("<stdlib kernels>", "import gemm\n");
+  syntax::Ast ast = syntax::Parse(sources, id, quiet);
+  check::CheckOptions options;
+  options.stdlib_dir = StdlibDir();
+  check::CheckResult result = check::Check(sources, ast, quiet, options);
+  if (quiet.has_errors()) return std::nullopt;
+  return result;
+}
+
 codegen::HostOptions HostFor(Checked& c, synth::Target target) {
   codegen::HostOptions host;
   host.target = target;
-  if (!c.stdlib) {
-    Diagnostics quiet;
-    FileId id = c.sources.Add("<stdlib kernels>", "import gemm\n");
-    syntax::Ast ast = syntax::Parse(c.sources, id, quiet);
-    check::CheckOptions options;
-    options.stdlib_dir = StdlibDir();
-    c.stdlib = check::Check(c.sources, ast, quiet, options);
-    if (quiet.has_errors()) c.stdlib.reset();
-  }
+  if (!c.stdlib) c.stdlib = CheckStdlibKernels(c.sources);
   if (c.stdlib) {
     host.stdlib = &c.stdlib->module;
     host.stdlib_vars = &c.stdlib->vars;
@@ -384,7 +387,7 @@ GpuProbe ProbeGpu() {
 }
 
 std::optional<int> RunOnGpu(const Options& options, const core::Module& module, const core::VarStore& vars,
-                            const core::Def& main, const SourceManager& sources, std::ostream& err) {
+                            const core::Def& main, SourceManager& sources, std::ostream& err) {
   const std::string fallback = "; running on the CPU interpreter\n";
   bool kernels = CallsKernels(module, main);
   if (!kernels && !options.gpu) return std::nullopt;  // nothing for a GPU to do
@@ -402,6 +405,11 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   // 1. Does `main` compile for the GPU? (Cheap: no synthesis yet.)
   codegen::HostOptions host;
   host.target = probe.target.value_or(synth::Target::Sm90a);
+  std::optional<check::CheckResult> stdlib = CheckStdlibKernels(sources);
+  if (stdlib) {
+    host.stdlib = &stdlib->module;
+    host.stdlib_vars = &stdlib->vars;
+  }
   auto program = codegen::LowerMain(module, vars, main, sources, host);
   if (!program) {
     for (const Diagnostic& d : program.error()) diagnostics.Add(d);

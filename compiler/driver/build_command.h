@@ -42,6 +42,6 @@ GpuProbe ProbeGpu();
 // writes why as one `weft: note:` line to `err` when `main` calls kernels, and returns nothing:
 // the caller interprets. Under --gpu every reason is an error (status 1).
 std::optional<int> RunOnGpu(const Options& options, const core::Module& module, const core::VarStore& vars,
-                            const core::Def& main, const SourceManager& sources, std::ostream& err);
+                            const core::Def& main, SourceManager& sources, std::ostream& err);
 
 }  // namespace weft::driver
