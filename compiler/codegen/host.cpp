@@ -91,6 +91,14 @@ class Lowering {
   void LowerCall(const graph::Group& group);
   void LowerArray(std::size_t index);
   void LowerStdlibGemm(std::size_t index);
+  void LowerStdlibAttention(std::size_t index);
+  // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
+  std::map<std::uint32_t, llvm::Value*> KernelSizes(const tile::Kernel& kernel,
+                                                    const std::vector<const HTensor*>& inputs);
+  // Launches stdlib kernel `use` on its tensor inputs, its scalars and its output.
+  void LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
+                    const std::vector<llvm::Value*>& scalars, const HTensor& out,
+                    const std::map<std::uint32_t, llvm::Value*>& sizes);
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
   void LowerLoad(graph::NodeId id);
@@ -623,6 +631,26 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   out.handle = Out(mm.dtype, out.dims);
   values_[group.nodes.back().index] = out;
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
+  std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
+  auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
+  llvm::Value* holds = b_.getTrue();
+  for (const core::DimFact& fact : kernel.where)
+    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
+  llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
+  b_.CreateCondBr(holds, fast, generic);
+  b_.SetInsertPoint(fast);
+  LaunchKernel(use, inputs, {}, out, sizes);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(generic);
+  LowerArray(index);  // writes into `out`, already allocated
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
+std::map<std::uint32_t, llvm::Value*> Lowering::KernelSizes(const tile::Kernel& kernel,
+                                                            const std::vector<const HTensor*>& inputs) {
   std::map<std::uint32_t, llvm::Value*> sizes;
   std::size_t input = 0;
   for (const tile::Param& param : kernel.params) {
@@ -633,16 +661,17 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
       if (std::optional<SizeVarId> var = v.shape[a].AsVar(); var && !sizes.count(var->index))
         sizes[var->index] = t.dims[a];
   }
+  return sizes;
+}
+
+void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
+                            const std::vector<llvm::Value*>& scalars, const HTensor& out,
+                            const std::map<std::uint32_t, llvm::Value*>& sizes) {
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
   auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
-  llvm::Value* holds = b_.getTrue();
-  for (const core::DimFact& fact : kernel.where)
-    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
-  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
-  llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
-  b_.CreateCondBr(holds, fast, generic);
-  b_.SetInsertPoint(fast);
-  std::vector<llvm::Value*> tensors = {inputs[0]->handle, inputs[1]->handle, out.handle};
+  std::vector<llvm::Value*> tensors;
+  for (const HTensor* t : inputs) tensors.push_back(t->handle);
+  tensors.push_back(out.handle);
   std::vector<llvm::Value*> size_values;
   for (const auto& [var, name] : kernel.size_names) size_values.push_back(sizes.at(var.index));
   std::vector<llvm::Value*> grid;
@@ -650,12 +679,34 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   while (grid.size() < 3) grid.push_back(I64(1));
   b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
-                 Array(b_.getInt64Ty(), size_values), Array(Ptr(), {})});
-  b_.CreateBr(done);
-  b_.SetInsertPoint(generic);
-  LowerArray(index);  // writes into `out`, already allocated
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
+                 Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
+}
+
+// nn's attention pattern routed to a stdlib attention kernel (graph::FuseOptions::stdlib_attention):
+// the fusion matched it only for constant sizes its `where` clause holds for, so it is launched
+// as it is, not causal.
+void Lowering::LowerStdlibAttention(std::size_t index) {
+  const graph::Group& group = plan_.groups[index];
+  const graph::Node& root = g_.Get(group.nodes.back());
+  const core::Def* def = options_.stdlib ? options_.stdlib->Find(group.kernel) : nullptr;
+  if (!def || !def->kernel)
+    Refuse(DiagnosticKind::HostUnsupported, root.span,
+           "attention through the stdlib kernel `" + group.kernel + "`, which this build's stdlib does not have");
+  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  // q, k, v: the product's operands, through the pattern (docs/graph.md): q and the transposed k
+  // of the scores' product, v of the last one.
+  const graph::Node* scores = nullptr;
+  for (graph::NodeId id : group.nodes)
+    if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
+  if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention group without its scores' product");
+  graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
+  std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
+  HTensor out;
+  out.dtype = root.dtype;
+  for (const Dim& d : root.shape) out.dims.push_back(DimValue(d, root.span));
+  out.handle = Out(root.dtype, out.dims);
+  values_[group.nodes.back().index] = out;
+  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(0))}, out, KernelSizes(out_.kernels[use].kernel, inputs));
 }
 
 // ---- Array kernels (codegen/array.h) ----
@@ -730,6 +781,9 @@ void Lowering::LowerMain() {
         } else {
           LowerStdlibGemm(i);
         }
+        break;
+      case graph::GroupKind::Attention:
+        LowerStdlibAttention(i);
         break;
       default:
         LowerArray(i);

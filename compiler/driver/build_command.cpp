@@ -143,12 +143,12 @@ std::string StdlibDir() {
   return stdlib ? stdlib : WEFT_STDLIB_DIR;
 }
 
-// The stdlib kernels the graph routes products to (graph::FuseOptions), checked into the same
+// The stdlib kernels the graph routes products and attention to (graph::FuseOptions), checked into the same
 // sources as the program so that their spans (line information) resolve. Without them (a stdlib
 // that does not check) every product runs on the generic kernel.
 std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources) {
   Diagnostics quiet;
-  FileId id = sources.Add("<stdlib kernels>", "import gemm\n");
+  FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n");
   syntax::Ast ast = syntax::Parse(sources, id, quiet);
   check::CheckOptions options;
   options.stdlib_dir = StdlibDir();

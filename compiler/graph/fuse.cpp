@@ -293,7 +293,7 @@ class Fuser {
           if (m != id) Join(g, m);
         plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
         plan_.groups[static_cast<std::size_t>(g)].why =
-            "softmax(q k^T / sqrt(d)) v, not causal; where s % 128 == 0, t % 64 == 0 at run time";
+            "softmax(q k^T / sqrt(d)) v, not causal; s % 128 == 0 and t % 64 == 0 hold for its constant sizes";
       }
     }
   }
@@ -334,6 +334,12 @@ class Fuser {
     std::optional<std::int64_t> dim = qn.shape.back().AsConstant();
     if (!dim || (*dim != 64 && *dim != 128) || !(Get(size).size == qn.shape.back())) return std::nullopt;
     if (!(vn.shape.back() == qn.shape.back())) return std::nullopt;
+    // The kernel's `where` clause must hold for the shapes as the program states them (sizes a
+    // file gives are known only at run time, and the pattern has no fallback kernel: then it is
+    // its parts); q, k and v must be stored tensors, not views.
+    std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
+    if (!s_len || !t_len || *s_len % 128 != 0 || *t_len % 64 != 0) return std::nullopt;
+    if (qn.kind == Kind::View || kn.kind == Kind::View || vn.kind == Kind::View) return std::nullopt;
     members = {out, cast, p, x1, sum, e, d, x2, max, s, scores, kt};
     // Every value in between is used only inside the pattern.
     std::set<std::uint32_t> inside;
@@ -343,7 +349,7 @@ class Fuser {
       for (NodeId u : users_[m.index])
         if (!inside.count(u.index)) return std::nullopt;
     }
-    return "attention_d" + std::to_string(*dim);
+    return "attention_d" + std::to_string(*dim) + "_bf16";
   }
 
   // Groups in launch order: by their root's position (the largest node index in the group).

@@ -178,10 +178,10 @@ struct FuseOptions {
   // kernels have no epilogue to fuse into yet). The host launches it when its `where` clause holds
   // at run time and the generic product kernel otherwise.
   bool stdlib_gemm = true;
-  // Route nn's attention pattern to the stdlib attention kernel. Off: the host does not launch
-  // those yet (their result is f32, the pattern's bf16; no fallback for other shapes), so
-  // attention is its parts.
-  bool stdlib_attention = false;
+  // Route nn's attention pattern to the stdlib attention kernel (`attention_d64_bf16`,
+  // `attention_d128_bf16`) when its sizes are constants its `where` clause holds for (it has no
+  // fallback kernel); otherwise attention is its parts.
+  bool stdlib_attention = true;
 };
 
 // Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.

@@ -52,18 +52,18 @@ const Group* First(const Plan& plan, GroupKind kind) {
 
 const char* kAttention = R"(import nn
 def main =
-  let q = (load "q.npy" : bf16[h, s, 64]) in
-  let k = (load "k.npy" : bf16[h, t, 64]) in
-  let v = (load "v.npy" : bf16[h, t, 64]) in
+  let q = (load "q.npy" : bf16[h, 256, 64]) in
+  let k = (load "k.npy" : bf16[h, 512, 64]) in
+  let v = (load "v.npy" : bf16[h, 512, 64]) in
   save "o.npy" (attention q k v)
 )";
 
 TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[graph]") {
   auto p = Build(kAttention);
-  Plan plan = Fuse(p->graph, FuseOptions{true, true});
+  Plan plan = Fuse(p->graph);
   REQUIRE(Count(plan, GroupKind::Attention) == 1);
   const Group* g = First(plan, GroupKind::Attention);
-  CHECK(g->kernel == "attention_d64");
+  CHECK(g->kernel == "attention_d64_bf16");
   CHECK(plan.Kernels() == 1);
   // It reads q, k and v (and the scale, a host scalar) and writes only its result.
   CHECK(g->outputs.size() == 1);
@@ -72,7 +72,7 @@ TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[grap
 
 TEST_CASE("without the stdlib kernels, attention is its parts", "[graph]") {
   auto p = Build(kAttention);
-  Plan plan = Fuse(p->graph);
+  Plan plan = Fuse(p->graph, FuseOptions{true, false});
   CHECK(Count(plan, GroupKind::Attention) == 0);
   CHECK(Count(plan, GroupKind::Gemm) == 2);
   CHECK(Count(plan, GroupKind::Rows) == 1);
@@ -82,10 +82,26 @@ TEST_CASE("without the stdlib kernels, attention is its parts", "[graph]") {
 
 TEST_CASE("attention at head dim 32 has no stdlib kernel", "[graph]") {
   std::string text = kAttention;
-  for (std::size_t at = text.find("64"); at != std::string::npos; at = text.find("64")) text.replace(at, 2, "32");
+  for (std::size_t at = text.find(", 64]"); at != std::string::npos; at = text.find(", 64]"))
+    text.replace(at, 5, ", 32]");
   auto p = Build(text);
-  Plan plan = Fuse(p->graph, FuseOptions{true, true});
+  Plan plan = Fuse(p->graph);
   CHECK(Count(plan, GroupKind::Attention) == 0);
+}
+
+TEST_CASE("attention whose sizes the kernel's tiles do not divide, or are known only at run time, is its parts",
+          "[graph]") {
+  std::string divided = kAttention;
+  divided.replace(divided.find("bf16[h, 256, 64]"), 16, "bf16[h, 100, 64]");
+  std::string symbolic = kAttention;
+  for (std::size_t at = symbolic.find("512"); at != std::string::npos; at = symbolic.find("512"))
+    symbolic.replace(at, 3, "t");
+  for (const std::string& text : {divided, symbolic}) {
+    auto p = Build(text);
+    Plan plan = Fuse(p->graph);
+    CHECK(Count(plan, GroupKind::Attention) == 0);
+    CHECK(Count(plan, GroupKind::Rows) == 1);
+  }
 }
 
 TEST_CASE("products choose the stdlib gemm that computes them; the generic one fuses its epilogue", "[graph]") {

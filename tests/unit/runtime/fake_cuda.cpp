@@ -33,7 +33,7 @@ struct FakeFunction {
 
 FakeFunction add_kernel{"add"};
 FakeFunction fault_kernel{"fault"};
-// random, array and stdlib gemm kernels, by entry (a map keeps their addresses); they do nothing
+// random, array and stdlib gemm and attention kernels, by entry (a map keeps their addresses); they do nothing
 std::map<std::string, FakeFunction> named_kernels;
 bool faulted = false;
 char fake_context;
@@ -234,7 +234,7 @@ CUresult cuModuleGetFunction(void** function, void*, const char* name) {
   } else if (std::strcmp(name, "fault") == 0) {
     *function = &fault_kernel;
   } else if (std::strncmp(name, "weft_random_", 12) == 0 || std::strncmp(name, "weft_array_", 11) == 0 ||
-             std::strncmp(name, "gemm_", 5) == 0) {
+             std::strncmp(name, "gemm_", 5) == 0 || std::strncmp(name, "attention_", 10) == 0) {
     FakeFunction& f = named_kernels[name];
     f.name = name;
     *function = &f;
