@@ -21,15 +21,27 @@ bool SameElem(const VarStore& vars, const Elem& a, const Elem& b) {
   return x.is_var() ? x.var() == y.var() : x.dtype() == y.dtype();
 }
 
-bool SameDims(const VarStore& vars, const std::vector<Dim>& a, const std::vector<Dim>& b) {
+// Dims that are equal, or that a run-time check of the expression equates (`equal`: the checks of
+// an application, made before it runs: a rigid size a file gives against another, `s == 512`).
+bool SameDims(const VarStore& vars, const std::vector<Dim>& a, const std::vector<Dim>& b,
+              const std::vector<RuntimeCheck>* equal = nullptr) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!(vars.Resolve(a[i]) == vars.Resolve(b[i]))) return false;
+    Dim x = vars.Resolve(a[i]), y = vars.Resolve(b[i]);
+    if (x == y) continue;
+    bool checked = false;
+    for (const RuntimeCheck& c : equal ? *equal : std::vector<RuntimeCheck>{}) {
+      if (c.fact.relation != RelOp::kEq) continue;
+      Dim l = vars.Resolve(c.fact.lhs), r = vars.Resolve(c.fact.rhs);
+      checked = checked || (l == x && r == y) || (l == y && r == x);
+    }
+    if (!checked) return false;
   }
   return true;
 }
 
-bool SameType(const VarStore& vars, const TypeRef& a, const TypeRef& b) {
+bool SameType(const VarStore& vars, const TypeRef& a, const TypeRef& b,
+              const std::vector<RuntimeCheck>* equal = nullptr) {
   TypeRef x = vars.Resolve(a), y = vars.Resolve(b);
   if (x->node.index() != y->node.index()) return false;
   return std::visit(Overloaded{
@@ -38,17 +50,17 @@ bool SameType(const VarStore& vars, const TypeRef& a, const TypeRef& b) {
                           const auto& u = std::get<TensorType>(y->node);
                           Shape s = vars.Resolve(t.shape), r = vars.Resolve(u.shape);
                           return SameElem(vars, t.elem, u.elem) && s.spread == r.spread &&
-                                 SameDims(vars, s.before, r.before) && SameDims(vars, s.after, r.after);
+                                 SameDims(vars, s.before, r.before, equal) && SameDims(vars, s.after, r.after, equal);
                         },
                         [&](const FunctionType& f) {
                           const auto& g = std::get<FunctionType>(y->node);
-                          return SameType(vars, f.param, g.param) && SameType(vars, f.result, g.result);
+                          return SameType(vars, f.param, g.param, equal) && SameType(vars, f.result, g.result, equal);
                         },
                         [&](const TupleType& t) {
                           const auto& u = std::get<TupleType>(y->node);
                           if (t.elements.size() != u.elements.size()) return false;
                           for (std::size_t i = 0; i < t.elements.size(); ++i) {
-                            if (!SameType(vars, t.elements[i], u.elements[i])) return false;
+                            if (!SameType(vars, t.elements[i], u.elements[i], equal)) return false;
                           }
                           return true;
                         },
@@ -178,12 +190,16 @@ class Verifier {
                    [&](const expr::Apply& apply) {
                      Expr(apply.callee, scope);
                      TypeRef f = type_of(apply.callee);
+                     std::vector<RuntimeCheck> checks = e.checks;
+                     const auto& callee_checks = module_.Get(apply.callee).checks;
+                     checks.insert(checks.end(), callee_checks.begin(), callee_checks.end());
                      for (ExprId a : apply.args) {
                        Expr(a, scope);
                        TypeRef fn_type = vars_.Resolve(f);
                        const auto* fn = std::get_if<FunctionType>(&fn_type->node);
                        if (!fn) return Fail("applies `" + printer_.Print(f) + "`, which is not a function");
-                       if (!SameType(vars_, type_of(a), fn->param)) Mismatch("an argument", type_of(a), fn->param);
+                       if (!SameType(vars_, type_of(a), fn->param, &checks))
+                         Mismatch("an argument", type_of(a), fn->param);
                        f = fn->result;
                      }
                      if (!SameType(vars_, e.type, f)) Mismatch("an application", e.type, f);
