@@ -30,6 +30,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "codegen/nvptx.h"
@@ -47,6 +48,7 @@ constexpr std::int64_t kLooseView = -2;  // fuse.cpp: a view in no group, read t
 constexpr int kThreads = 256;            // elementwise, scan, gather, concat and product blocks
 constexpr int kTile = 64;                // a product block's output tile is kTile x kTile
 constexpr int kTileK = 16;               // ... and it steps over k by kTileK
+constexpr int kUnroll = 4;               // an elementwise thread's vector units in flight
 
 // Why a group has no kernel: one line for the driver (E0800).
 struct Unsupported {
@@ -554,7 +556,15 @@ class ArrayEmitter {
       llvm::Value* p = b_.CreateGEP(t, base, offset);
       auto align =
           static_cast<std::uint64_t>(std::min<std::int64_t>(16, static_cast<std::int64_t>(width_) * Bytes(n.dtype)));
-      llvm::Value* whole = invariant(b_.CreateAlignedLoad(vt, p, llvm::Align(align)));
+      // Through ld.global.nc of 32-bit words: O3 scalarizes a plain vector load read lane by lane
+      // and drops its !invariant.load, and the backend's re-vectorized load is then ordered after
+      // every store before it.
+      auto bytes = static_cast<unsigned>(width_) * static_cast<unsigned>(Bytes(n.dtype));
+      llvm::Type* words = bytes >= 8 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt32Ty(), bytes / 4))
+                                     : static_cast<llvm::Type*>(b_.getIntNTy(bytes * 8));
+      llvm::Value* raw = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ldg_global_i, {words, p->getType()},
+                                            {p, b_.getInt32(static_cast<std::uint32_t>(align))});
+      llvm::Value* whole = b_.CreateBitCast(raw, vt);
       Val out;
       for (std::size_t k = 0; k < width_; ++k) out.push_back(finish(b_.CreateExtractElement(whole, k)));
       return out;
@@ -669,14 +679,31 @@ class ArrayEmitter {
   llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
   llvm::Value* F(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 
-  // e^x in f32: 2^(x log2 e) on ex2.approx, with the rounding error of x log2 e put back.
+  llvm::Value* Fma(llvm::Value* a, llvm::Value* c, llvm::Value* d) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, c, d});
+  }
+
+  // e^x in f32: 2^(x log2 e) on ex2.approx, with the rounding error of x log2 e put back
+  // (e (1 + lo ln 2), fused).
   llvm::Value* Exp(llvm::Value* x) {
     llvm::Type* t = x->getType();
     llvm::Value* hi = b_.CreateFMul(x, F(t, 1.4426950408889634));
-    llvm::Value* lo = b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {x, F(t, 1.4426950408889634), b_.CreateFNeg(hi)});
-    lo = b_.CreateFAdd(lo, b_.CreateFMul(x, F(t, 1.925963033500011e-08)));
+    llvm::Value* lo = Fma(x, F(t, 1.4426950408889634), b_.CreateFNeg(hi));
+    lo = Fma(x, F(t, 1.925963033500011e-08), lo);
     llvm::Value* e = b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_ex2_approx_f, {hi});
-    return b_.CreateFAdd(e, b_.CreateFMul(e, b_.CreateFMul(lo, F(t, 0.6931471805599453))));
+    llvm::Value* fixed = Fma(e, b_.CreateFMul(lo, F(t, 0.6931471805599453)), e);
+    // Past 2^+-126 the result is 0, a subnormal or infinite, and the correction would be NaN at
+    // infinities (inf - inf): 2^hi as it is.
+    return b_.CreateSelect(b_.CreateFCmpOLT(Intrinsic(llvm::Intrinsic::fabs, hi), F(t, 126.0)), fixed, e);
+  }
+
+  // 1 / d in f32 for d in [1, 2^100] (or NaN): rcp.approx (1 ulp) and a Newton step, within an ulp
+  // of div.rn's quotient at a fraction of its instructions.
+  llvm::Value* Reciprocal(llvm::Value* d) {
+    llvm::Type* t = d->getType();
+    llvm::Value* r = b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {d});
+    llvm::Value* err = Fma(b_.CreateFNeg(d), r, F(t, 1.0));
+    return Fma(r, err, r);
   }
 
   // One operation on compute-type operands (ToCompute), in that type.
@@ -730,15 +757,16 @@ class ArrayEmitter {
         if (fn == "sigmoid") return b_.CreateFDiv(F(t, 1.0), b_.CreateFAdd(F(t, 1.0), Exp(b_.CreateFNeg(a))));
         if (fn == "tanh") {
           // 1 - 2 / (e^(2|x|) + 1) with x's sign; near 0 (|x| < 0.25, where that cancels) the
-          // series x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835.
+          // series x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 (Horner, fused).
           llvm::Value* ax = Intrinsic(llvm::Intrinsic::fabs, a);
-          llvm::Value* big = b_.CreateFSub(
-              F(t, 1.0), b_.CreateFDiv(F(t, 2.0), b_.CreateFAdd(Exp(b_.CreateFMul(ax, F(t, 2.0))), F(t, 1.0))));
+          // (e^(2|x|) + 1 capped at 2^100, where 2 / it is below half an ulp of 1: 1 - it is 1.)
+          llvm::Value* d = b_.CreateFAdd(Exp(b_.CreateFMul(ax, F(t, 2.0))), F(t, 1.0));
+          llvm::Value* r = Reciprocal(b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, d, F(t, 0x1p100)));
+          llvm::Value* big = Fma(F(t, -2.0), r, F(t, 1.0));
           big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, a);
           llvm::Value* x2 = b_.CreateFMul(a, a);
           llvm::Value* p = F(t, 62.0 / 2835.0);
-          for (double coefficient : {-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0, 1.0})
-            p = b_.CreateFAdd(b_.CreateFMul(p, x2), F(t, coefficient));
+          for (double coefficient : {-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0, 1.0}) p = Fma(p, x2, F(t, coefficient));
           llvm::Value* small = b_.CreateFMul(a, p);
           return b_.CreateSelect(b_.CreateFCmpOLT(ax, F(t, 0.25)), small, big);
         }
@@ -830,6 +858,26 @@ class ArrayEmitter {
                           llvm::Align(static_cast<std::uint64_t>(Bytes(d))));
   }
 
+  // Stores the `width` lanes of `v` (of `id`'s dtype) at element `offset` of buffer `id`: one
+  // vector store (the offset a multiple of the width), or a plain store for one lane.
+  void StoreUnit(NodeId id, llvm::Value* offset, const Val& v, std::size_t width) {
+    if (width == 1) {
+      Store(id, offset, v[0]);
+      return;
+    }
+    Dtype d = Get(id).dtype;
+    llvm::Type* t = Memory(d);
+    auto w = static_cast<std::int64_t>(width);
+    llvm::Value* packed = llvm::UndefValue::get(llvm::FixedVectorType::get(t, static_cast<unsigned>(w)));
+    for (std::size_t k = 0; k < width; ++k) {
+      llvm::Value* lane = LaneOf(v, k);
+      if (d == Dtype::Bool) lane = b_.CreateZExt(lane, t);
+      packed = b_.CreateInsertElement(packed, lane, k);
+    }
+    auto align = static_cast<std::uint64_t>(std::min<std::int64_t>(16, w * Bytes(d)));
+    b_.CreateAlignedStore(packed, b_.CreateGEP(t, pointers_.at(id.index), offset), llvm::Align(align));
+  }
+
   // ---- 3. Kernels ----
 
   // Elementwise, gather and concat: a grid-stride loop over the output's elements. When every
@@ -843,11 +891,12 @@ class ArrayEmitter {
     for (NodeId out : group_.outputs)
       if (!(Get(out).shape == space)) Refuse("an output of another shape than its kernel's");
     Dim total = Product(space, 0, space.size());
-    out_.grid = {CeilDiv(total, kThreads * 4)};
     int widest = 1;
     for (NodeId t : out_.tensors) widest = std::max(widest, Bytes(Get(t).dtype));
     std::size_t width = static_cast<std::size_t>(std::min(8, 16 / widest));
     bool vectorize = group_.kind == GroupKind::Elementwise && !space.empty() && width > 1;
+    // A block per chunk of the vector path (the scalar path strides over the same grid).
+    out_.grid = {CeilDiv(total, kThreads * (vectorize ? static_cast<std::int64_t>(width) * kUnroll : 4))};
 
     llvm::Value* count = EmitDim(total);
     llvm::Value* threads = I64(kThreads);
@@ -873,24 +922,35 @@ class ArrayEmitter {
       aligned_ = {space.back()};
       auto w = static_cast<std::int64_t>(width);
       llvm::Value* units = b_.CreateUDiv(count, I64(w));
-      Loop(first, units, stride, [&](llvm::Value* u) {
-        llvm::Value* e = b_.CreateMul(u, I64(w));
-        Coords c = Unravel(e, space);
-        c.back().lanes = true;
-        for (NodeId out : group_.outputs) {
-          Val v = Emit(out, c);
-          Dtype d = Get(out).dtype;
-          llvm::Type* t = Memory(d);
-          llvm::Value* packed = llvm::UndefValue::get(llvm::FixedVectorType::get(t, static_cast<unsigned>(w)));
-          for (std::size_t k = 0; k < width; ++k) {
-            llvm::Value* lane = LaneOf(v, k);
-            if (d == Dtype::Bool) lane = b_.CreateZExt(lane, t);
-            packed = b_.CreateInsertElement(packed, lane, k);
-          }
-          auto align = static_cast<std::uint64_t>(std::min<std::int64_t>(16, w * Bytes(d)));
-          b_.CreateAlignedStore(packed, b_.CreateGEP(t, pointers_.at(out.index), e), llvm::Align(align));
+      // Chunks of kUnroll x T units, a thread's units T apart (coalesced): all their loads are
+      // issued before any store, kUnroll 16-byte vectors in flight per tensor and thread; then
+      // the units past the last whole chunk one at a time.
+      auto body = [&](const std::vector<llvm::Value*>& us) {
+        std::vector<llvm::Value*> es;
+        std::vector<std::vector<Val>> values;
+        for (llvm::Value* u : us) {
+          llvm::Value* e = b_.CreateMul(u, I64(w));
+          Coords c = Unravel(e, space);
+          c.back().lanes = true;
+          std::vector<Val> per;
+          for (NodeId out : group_.outputs) per.push_back(Emit(out, c));
+          es.push_back(e);
+          values.push_back(std::move(per));
         }
+        for (std::size_t k = 0; k < us.size(); ++k)
+          for (std::size_t o = 0; o < group_.outputs.size(); ++o)
+            StoreUnit(group_.outputs[o], es[k], values[k][o], width);
+      };
+      llvm::Value* chunk = I64(kThreads * kUnroll);
+      llvm::Value* whole = b_.CreateMul(b_.CreateUDiv(units, chunk), chunk);
+      llvm::Value* block = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+      llvm::Value* grid = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+      Loop(b_.CreateAdd(b_.CreateMul(block, chunk), Tid()), whole, b_.CreateMul(grid, chunk), [&](llvm::Value* u) {
+        std::vector<llvm::Value*> us;
+        for (std::int64_t k = 0; k < kUnroll; ++k) us.push_back(k == 0 ? u : b_.CreateAdd(u, I64(k * kThreads)));
+        body(us);
       });
+      Loop(b_.CreateAdd(whole, first), units, stride, [&](llvm::Value* u) { body({u}); });
       b_.CreateBr(done);
       // The vector path's condition: every extent and slice start it relied on is a multiple of W.
       b_.SetInsertPoint(decide);
@@ -983,16 +1043,205 @@ class ArrayEmitter {
     return all;
   }
 
-  // Row kernels: one block per row of space = [..rows, n]. Each reduction is a pass over the row
-  // (its operand recomputed from the inputs), in program order so that a pass sees the per-row
-  // results before it; then a pass writes the outputs.
+  // How a row kernel holds its row in registers: `threads` threads, each `slots` units of `width`
+  // consecutive elements (unit u = tid + k * threads of the row, k < slots).
+  struct RowPlan {
+    int threads = 0;
+    std::size_t width = 1;
+    std::int64_t slots = 0;
+  };
+  static constexpr std::int64_t kRowRegisters = 32;  // elements a thread holds per value, at most
+
+  // The register plan of a row kernel, when it has one: a constant row length n of at most
+  // kRowRegisters elements a thread, and no combiner reduction (thread 0 folds those alone).
+  // Units are 16-byte vectors of the widest tensor when n is a multiple of their width, else single
+  // elements; threads: a power of two from one warp to 256, about two units each.
+  std::optional<RowPlan> RegisterRows() const {
+    if (group_.space.empty()) return std::nullopt;
+    auto n = group_.space.back().AsConstant();
+    if (!n || *n <= 0) return std::nullopt;
+    for (NodeId id : group_.nodes)
+      if (Get(id).kind == Kind::Reduce && Get(id).combiner) return std::nullopt;
+    int widest = 1;
+    for (NodeId t : out_.tensors) widest = std::max(widest, Bytes(Get(t).dtype));
+    RowPlan p;
+    p.width = static_cast<std::size_t>(std::max(1, std::min(8, 16 / widest)));
+    if (*n % static_cast<std::int64_t>(p.width) != 0) p.width = 1;
+    std::int64_t units = *n / static_cast<std::int64_t>(p.width);
+    p.threads = 32;
+    while (p.threads < kThreads && 2 * p.threads < units) p.threads *= 2;
+    p.slots = (units + p.threads - 1) / p.threads;
+    if (p.slots * static_cast<std::int64_t>(p.width) > kRowRegisters) return std::nullopt;
+    return p;
+  }
+
+  // Row kernels: one block per row of space = [..rows, n]. With a register plan (RegisterRows),
+  // each thread loads its units of the row once, and every pass (the reductions in program order,
+  // then the outputs) reads those values: the evaluator's cache carries them, as the passes are
+  // straight-line code over the same coordinates. The vector loads and stores need the extents and
+  // slice starts they rely on to be multiples of the width, checked at run time (like the
+  // elementwise kernel's); when they are not, or without a plan, the general path: each reduction
+  // is a loop over the row (its operand recomputed from the inputs), then a loop writes the outputs.
   void RowKernel() {
-    int threads = RowThreads();
+    std::optional<RowPlan> plan = RegisterRows();
+    int threads = plan ? plan->threads : RowThreads();
     out_.device.threads = threads;
     out_.device.shared_bytes = threads * 9;  // combiner partials: 8 bytes and a flag per thread
     BeginRow();
+    if (plan) {
+      llvm::BasicBlock* decide = b_.GetInsertBlock();
+      llvm::BasicBlock* registers = Block("row_registers");
+      llvm::BasicBlock* general = Block("row_general");
+      auto saved = cache_;
+      b_.SetInsertPoint(registers);
+      aligned_.clear();
+      RegisterRowBody(*plan);
+      width_ = 1;
+      cache_ = saved;
+      current_.clear();
+      b_.SetInsertPoint(decide);
+      llvm::Value* ok = b_.getTrue();
+      auto w = static_cast<std::int64_t>(plan->width);
+      for (const Dim& d : aligned_) ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateSRem(EmitDim(d), I64(w)), I64(0)));
+      b_.CreateCondBr(ok, registers, general);
+      b_.SetInsertPoint(general);
+    }
+    GeneralRowBody(threads);
+  }
+
+  // The per-row outputs (of shape rows or [..rows, 1]): thread 0 stores them.
+  void StoreRowValues(NodeId out) {
     const std::vector<Dim>& space = group_.space;
     std::vector<Dim> rows(space.begin(), space.end() - 1);
+    const std::vector<Dim>& shape = Get(out).shape;
+    std::vector<Dim> expanded = rows;
+    expanded.push_back(Dim::Constant(1));
+    if (!(shape == rows) && !(shape == expanded)) Refuse("an output of another shape than its rows");
+    If(b_.CreateICmpEQ(tid_, I64(0)), [&] {
+      Coords c = row_coords_;
+      if (shape.size() > rows.size()) c.push_back(Coord{I64(0), false});
+      Store(out, row_, EmitOne(out, c));
+    });
+  }
+
+  void RegisterRowBody(const RowPlan& p) {
+    const std::vector<Dim>& space = group_.space;
+    width_ = p.width;
+    auto w = static_cast<std::int64_t>(p.width);
+    std::int64_t units = *space.back().AsConstant() / w;
+    // Each slot's coordinates; a slot past the row's end (the last, when the threads do not divide
+    // the units) reads the last unit instead and is masked out of reductions and stores.
+    std::vector<Coords> at;
+    std::vector<llvm::Value*> valid, first;
+    for (std::int64_t k = 0; k < p.slots; ++k) {
+      llvm::Value* u = b_.CreateAdd(tid_, I64(k * p.threads));
+      llvm::Value* live = nullptr;
+      if ((k + 1) * p.threads > units) {
+        live = b_.CreateICmpULT(u, I64(units));
+        u = b_.CreateSelect(live, u, I64(units - 1));
+      }
+      llvm::Value* j = w > 1 ? b_.CreateMul(u, I64(w)) : u;
+      Coords c = row_coords_;
+      c.push_back(Coord{j, w > 1});
+      at.push_back(c);
+      valid.push_back(live);
+      first.push_back(j);
+    }
+    // The loads of every pass are issued here, before the first reduction's barriers (Hoist).
+    llvm::BasicBlock* prologue = b_.GetInsertBlock();
+    llvm::BasicBlock* body = Block("row_body");
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    std::set<llvm::BasicBlock*> before;
+    for (llvm::BasicBlock& block : *f_)
+      if (&block != prologue && &block != body) before.insert(&block);
+    for (NodeId id : group_.nodes) {
+      const Node& r = Get(id);
+      if (r.kind != Kind::Reduce) continue;
+      NodeId arg = r.args[0];
+      Dtype d = Get(arg).dtype;
+      if (!(Get(arg).shape == space)) Refuse("a reduction over another row than its kernel's");
+      Reduction red = BuiltinOf(r, d);
+      Pair acc = red.identity;
+      for (std::int64_t k = 0; k < p.slots; ++k) {
+        auto s = static_cast<std::size_t>(k);
+        Val x = Emit(arg, at[s]);
+        for (std::size_t l = 0; l < p.width; ++l) {
+          Pair e = {ToCompute(LaneOf(x, l), d)};
+          if (r.fn == "argmax")
+            e.push_back(l == 0 ? first[s] : b_.CreateAdd(first[s], I64(static_cast<std::int64_t>(l))));
+          if (valid[s])
+            for (std::size_t q = 0; q < e.size(); ++q) e[q] = b_.CreateSelect(valid[s], e[q], red.identity[q]);
+          acc = red.combine(acc, e);
+        }
+      }
+      current_[id.index] = FinishReduce(r, d, BlockReduce(acc, red.combine, p.threads));
+    }
+    for (NodeId out : group_.outputs) {
+      if (!(Get(out).shape == space)) {
+        StoreRowValues(out);
+        continue;
+      }
+      // Every slot's value first, then the stores: the loads stay ahead of every store.
+      std::vector<Val> values;
+      for (std::int64_t k = 0; k < p.slots; ++k) values.push_back(Emit(out, at[static_cast<std::size_t>(k)]));
+      for (std::int64_t k = 0; k < p.slots; ++k) {
+        auto s = static_cast<std::size_t>(k);
+        llvm::Value* offset = b_.CreateAdd(b_.CreateMul(row_, n_), first[s]);
+        auto store = [&] { StoreUnit(out, offset, values[s], p.width); };
+        if (valid[s]) {
+          If(valid[s], store);
+        } else {
+          store();
+        }
+      }
+    }
+    b_.CreateRetVoid();
+    Hoist(prologue, before);
+  }
+
+  // Moves every read of a tensor in the blocks after `prologue` (none of `before`), with the
+  // address arithmetic it needs, to the end of `prologue`, when none of it depends on anything
+  // there but pure arithmetic (not on a reduction's result): a later pass's loads are then in
+  // flight during the reductions instead of after their barriers.
+  void Hoist(llvm::BasicBlock* prologue, const std::set<llvm::BasicBlock*>& before) {
+    auto is_read = [](llvm::Instruction& i) {
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(&i))
+        return call->getIntrinsicID() == llvm::Intrinsic::nvvm_ldg_global_i;
+      return llvm::isa<llvm::LoadInst>(i) && i.hasMetadata(llvm::LLVMContext::MD_invariant_load);
+    };
+    std::map<llvm::Instruction*, bool> movable;
+    std::function<bool(llvm::Instruction*)> can = [&](llvm::Instruction* i) -> bool {
+      if (auto it = movable.find(i); it != movable.end()) return it->second;
+      movable[i] = false;  // (no cycles outside phis, which are never moved)
+      llvm::BasicBlock* at = i->getParent();
+      if (at == prologue || before.count(at)) return movable[i] = true;  // dominates the prologue's end
+      bool pure = !llvm::isa<llvm::PHINode>(i) && !i->isTerminator() && !llvm::isa<llvm::AllocaInst>(i) &&
+                  (is_read(*i) || (!i->mayReadOrWriteMemory() && !i->mayHaveSideEffects()));
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(i); call && call->isConvergent()) pure = false;
+      if (!pure) return false;
+      for (llvm::Value* op : i->operands())
+        if (auto* d = llvm::dyn_cast<llvm::Instruction>(op); d && !can(d)) return false;
+      return movable[i] = true;
+    };
+    std::vector<llvm::Instruction*> reads;
+    for (llvm::BasicBlock& block : *f_) {
+      if (&block == prologue || before.count(&block)) continue;
+      for (llvm::Instruction& i : block)
+        if (is_read(i) && can(&i)) reads.push_back(&i);
+    }
+    std::function<void(llvm::Instruction*)> move = [&](llvm::Instruction* i) {
+      if (i->getParent() == prologue || before.count(i->getParent())) return;
+      for (llvm::Value* op : i->operands())
+        if (auto* d = llvm::dyn_cast<llvm::Instruction>(op)) move(d);
+      i->moveBefore(prologue->getTerminator());
+    };
+    for (llvm::Instruction* i : reads) move(i);
+  }
+
+  // The general row kernel: a loop over the row per reduction, then one for the outputs.
+  void GeneralRowBody(int threads) {
+    const std::vector<Dim>& space = group_.space;
     llvm::Value* step = I64(threads);
     auto element = [&](llvm::Value* j) {
       Coords c = row_coords_;
@@ -1015,38 +1264,30 @@ class ArrayEmitter {
     }
     // The outputs: whole rows by the block's threads; per-row values by thread 0.
     for (NodeId out : group_.outputs) {
-      const std::vector<Dim>& shape = Get(out).shape;
-      if (shape == space) {
+      if (Get(out).shape == space) {
         Loop(tid_, n_, step,
              [&](llvm::Value* j) { Store(out, b_.CreateAdd(b_.CreateMul(row_, n_), j), EmitOne(out, element(j))); });
       } else {
-        std::vector<Dim> expanded = rows;
-        expanded.push_back(Dim::Constant(1));
-        if (!(shape == rows) && !(shape == expanded)) Refuse("an output of another shape than its rows");
-        If(b_.CreateICmpEQ(tid_, I64(0)), [&] {
-          Coords c = row_coords_;
-          if (shape.size() > rows.size()) c.push_back(Coord{I64(0), false});
-          Store(out, row_, EmitOne(out, c));
-        });
+        StoreRowValues(out);
       }
     }
     b_.CreateRetVoid();
   }
 
-  // sum, mean, max, min, argmax: each thread folds the elements j = tid, tid + T, ... (coalesced),
-  // then the block combines the partials (a tree: another order of additions than the
-  // interpreter's, docs/numerics.md).
-  llvm::Value* BuiltinReduce(const Node& r, Dtype d, int threads, llvm::Value* step,
-                             const std::function<Coords(llvm::Value*)>& element) {
+  // A built-in reduction's identity and combination of partials.
+  struct Reduction {
+    Pair identity;
+    Combiner2 combine;
+  };
+  Reduction BuiltinOf(const Node& r, Dtype d) {
     llvm::Type* ct = ComputeType(d);
     bool f = IsFloat(d);
     const std::string& fn = r.fn;
     if (d == Dtype::Bool) Refuse(Quote(fn) + " of bool");
-    Pair identity;
-    Combiner2 combine;
+    Reduction out;
     if (fn == "sum" || fn == "mean") {
-      identity = {llvm::Constant::getNullValue(ct)};
-      combine = [&](const Pair& a, const Pair& c) {
+      out.identity = {llvm::Constant::getNullValue(ct)};
+      out.combine = [this, f](const Pair& a, const Pair& c) {
         return Pair{f ? b_.CreateFAdd(a[0], c[0]) : b_.CreateAdd(a[0], c[0])};
       };
     } else if (fn == "max" || fn == "min") {
@@ -1059,35 +1300,48 @@ class ArrayEmitter {
       } else {
         id = I64(max ? 0 : -1);
       }
-      identity = {id};
-      combine = [&, max](const Pair& a, const Pair& c) { return Pair{MaxMin(max, d, a[0], c[0])}; };
+      out.identity = {id};
+      out.combine = [this, max, d](const Pair& a, const Pair& c) { return Pair{MaxMin(max, d, a[0], c[0])}; };
     } else if (fn == "argmax") {
       llvm::Value* id = f ? F(ct, -HUGE_VAL) : IsSigned(d) ? I64(INT64_MIN) : I64(0);
-      identity = {id, I64(INT64_MAX)};
-      combine = [&](const Pair& a, const Pair& c) { return ArgmaxCombine(d, a, c); };
+      out.identity = {id, I64(INT64_MAX)};
+      out.combine = [this, d](const Pair& a, const Pair& c) { return ArgmaxCombine(d, a, c); };
     } else {
       Refuse("the reduction " + Quote(fn));
     }
+    return out;
+  }
+  // The row's value from the block's combined partials: argmax's index, mean's quotient.
+  llvm::Value* FinishReduce(const Node& r, Dtype d, const Pair& all) {
+    if (r.fn == "argmax") return Convert(all[1], Dtype::I64, r.dtype);
+    llvm::Value* v = all[0];
+    if (r.fn == "mean") {
+      if (!IsFloat(d)) Refuse("`mean` of " + std::string(Spelling(d)));
+      v = b_.CreateFDiv(v, b_.CreateSIToFP(n_, ComputeType(d)));
+    }
+    return FromCompute(v, r.dtype);
+  }
+
+  // sum, mean, max, min, argmax: each thread folds the elements j = tid, tid + T, ... (coalesced),
+  // then the block combines the partials (a tree: another order of additions than the
+  // interpreter's, docs/numerics.md).
+  llvm::Value* BuiltinReduce(const Node& r, Dtype d, int threads, llvm::Value* step,
+                             const std::function<Coords(llvm::Value*)>& element) {
+    Reduction red = BuiltinOf(r, d);
+    const Pair& identity = red.identity;
     std::vector<llvm::Value*> slots;
     for (llvm::Value* v : identity) slots.push_back(Local(v->getType(), v));
     Loop(tid_, n_, step, [&](llvm::Value* j) {
       Pair acc;
       for (std::size_t p = 0; p < slots.size(); ++p) acc.push_back(b_.CreateLoad(identity[p]->getType(), slots[p]));
       Pair x = {ToCompute(EmitOne(r.args[0], element(j)), d)};
-      if (fn == "argmax") x.push_back(j);
-      Pair next = combine(acc, x);
+      if (r.fn == "argmax") x.push_back(j);
+      Pair next = red.combine(acc, x);
       for (std::size_t p = 0; p < slots.size(); ++p) b_.CreateStore(next[p], slots[p]);
     });
     Pair mine;
     for (std::size_t p = 0; p < slots.size(); ++p) mine.push_back(b_.CreateLoad(identity[p]->getType(), slots[p]));
-    Pair all = BlockReduce(mine, combine, threads);
-    if (fn == "argmax") return Convert(all[1], Dtype::I64, r.dtype);
-    llvm::Value* v = all[0];
-    if (fn == "mean") {
-      if (!f) Refuse("`mean` of " + std::string(Spelling(d)));
-      v = b_.CreateFDiv(v, b_.CreateSIToFP(n_, ct));
-    }
-    return FromCompute(v, r.dtype);
+    return FinishReduce(r, d, BlockReduce(mine, red.combine, threads));
   }
 
   // argmax's partials (value, index): a NaN beats every number (the first NaN wins), a larger

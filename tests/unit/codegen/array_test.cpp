@@ -1,7 +1,8 @@
 // Array kernels (codegen/array.h): every group that HasArrayKernel takes in every program of
 // tests/lit/graph and examples generates on sm_80 and sm_90a, and ptxas assembles its PTX (skipped,
 // with a warning, without the CUDA toolkit). Plus checks of the code's shape: the elementwise
-// kernel of chain.weft has a 16-byte vector path, softmax's row kernel reduces by warp shuffles.
+// kernel of chain.weft has a 16-byte vector path with four vectors in flight, softmax's row kernel
+// reduces by warp shuffles, layernorm's row kernel loads its row once (registers across passes).
 // WEFT_DUMP_PTX=DIR writes each kernel's PTX and LLVM IR there.
 // Whether the kernels compute the interpreter's values is checked on a GPU, end to end.
 #include <unistd.h>
@@ -135,6 +136,31 @@ TEST_CASE("array: the elementwise kernel of chain.weft has a 16-byte vector path
   const std::string& ptx = k->device.ptx;
   CHECK((ptx.find("ld.global.v4") != std::string::npos || ptx.find("ld.global.nc.v4") != std::string::npos));
   CHECK(ptx.find("st.global.v") != std::string::npos);
+}
+
+// The number of times `what` occurs in `text`.
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST_CASE("array: the elementwise kernel keeps four 16-byte loads in flight", "[array]") {
+  auto k = KernelOf("tests/lit/graph/chain.weft", graph::GroupKind::Elementwise);
+  REQUIRE(k);
+  CHECK(Count(k->device.ptx, "ld.global.nc.v4") >= 4);
+}
+
+TEST_CASE("array: layernorm's row kernel reads its row once, in 16-byte vectors", "[array]") {
+  // f32[b, t, 768]: 192 units of 4 at 128 threads, two slots a thread; x, gamma and beta are each
+  // loaded once per slot (the general path, needed only for misaligned views, folds away).
+  auto k = KernelOf("tests/lit/graph/layernorm.weft", graph::GroupKind::Rows);
+  REQUIRE(k);
+  const std::string& ptx = k->device.ptx;
+  CHECK(k->device.threads == 128);
+  CHECK(Count(ptx, "ld.global.nc.v4") == 6);
+  CHECK(Count(ptx, "ld.global") == 6);
+  CHECK(Count(ptx, "st.global.v4") == 2);
 }
 
 TEST_CASE("array: softmax's row kernel reduces by warp shuffles", "[array]") {
