@@ -735,7 +735,17 @@ void Lowering::LowerArray(std::size_t index) {
     HTensor t;
     t.dtype = n.dtype;
     for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
-    t.handle = Out(n.dtype, t.dims);
+    // The plan's buffer (docs/graph.md, "Buffers"): the memory of the value it held before, which
+    // is dead by now; the kernel writes every element, so no zero fill.
+    llvm::Value* reuse = llvm::ConstantPointerNull::get(b_.getPtrTy());
+    if (std::int64_t b = plan_.buffer_of[id.index]; b >= 0) {
+      const std::vector<graph::NodeId>& holds = plan_.buffers[static_cast<std::size_t>(b)].holds;
+      for (std::size_t h = 1; h < holds.size(); ++h)
+        if (holds[h] == id && values_[holds[h - 1].index]) reuse = values_[holds[h - 1].index]->handle;
+    }
+    t.handle = b_.CreateCall(Runtime("weft_program_buffer", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
+                             {I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
+                              Array(b_.getInt64Ty(), t.dims), reuse});
     tensors.push_back(t.handle);
     values_[id.index] = std::move(t);
   }

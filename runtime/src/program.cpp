@@ -33,6 +33,8 @@ struct weft_tensor {
   bool on_host = false;
   weft_device_ptr device = 0;
   bool on_device = false;
+  std::uint64_t capacity = 0;  // bytes of `device`'s allocation
+  bool moved = false;          // its device memory went to a later value (weft_program_buffer)
 };
 
 namespace {
@@ -78,6 +80,8 @@ void EnsureGpu() {
 
 // The host copy of `t`, downloaded from the GPU if it is only there.
 HostTensor& OnHost(weft_tensor& t) {
+  if (t.moved && !t.on_host)
+    weft_failf("internal error: a value read after its buffer went to a later one (a bug in weft's buffer plan)");
   if (!t.on_host) {
     t.host.bytes.assign(static_cast<std::size_t>(Bytes(t)), 0);
     if (t.on_device && !t.host.bytes.empty())
@@ -89,10 +93,13 @@ HostTensor& OnHost(weft_tensor& t) {
 
 // The device copy of `t`, uploaded if it is only on the host.
 weft_device_ptr OnDevice(weft_tensor& t) {
+  if (t.moved)
+    weft_failf("internal error: a value read after its buffer went to a later one (a bug in weft's buffer plan)");
   if (!t.on_device) {
     EnsureGpu();
     std::uint64_t bytes = Bytes(t);
     weft_check(weft_device_alloc(&t.device, bytes));
+    t.capacity = bytes;
     if (bytes > 0) weft_check(weft_copy_to_device(t.device, OnHost(t).bytes.data(), bytes));
     t.on_device = true;
   }
@@ -187,7 +194,8 @@ int weft_program_end(void) {
   std::fflush(stdout);
   if (p.gpu) {
     weft_check(weft_synchronize());
-    for (auto& t : p.tensors) weft_device_free(t->device);
+    for (auto& t : p.tensors)
+      if (t->device != 0) weft_device_free(t->device);
   }
   p.tensors.clear();
   return 0;
@@ -301,6 +309,27 @@ weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* sha
   std::uint64_t bytes = Bytes(*t);
   weft_check(weft_device_alloc(&t->device, bytes));
   if (bytes > 0) weft_check(weft_device_memset(t->device, 0, bytes));
+  t->on_device = true;
+  t->capacity = bytes;
+  return Keep(std::move(t));
+}
+
+weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse) {
+  auto t = std::make_unique<weft_tensor>();
+  t->host.dtype = static_cast<Dtype>(dtype);
+  t->host.shape = Shape(rank, shape);
+  EnsureGpu();
+  std::uint64_t bytes = Bytes(*t);
+  if (reuse != nullptr && reuse->on_device && !reuse->moved && reuse->capacity >= bytes && reuse->device != 0) {
+    t->device = reuse->device;
+    t->capacity = reuse->capacity;
+    reuse->device = 0;
+    reuse->on_device = false;
+    reuse->moved = true;
+  } else {
+    weft_check(weft_device_alloc(&t->device, bytes));
+    t->capacity = bytes;
+  }
   t->on_device = true;
   return Keep(std::move(t));
 }

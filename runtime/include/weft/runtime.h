@@ -352,6 +352,11 @@ void weft_program_write_tensor(weft_tensor* tensor);
 void weft_program_write_text(const char* text);
 /* An `out` parameter of a kernel call: a tensor on the GPU, zero-filled. */
 weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape);
+/* An array kernel's output (docs/graph.md): a tensor on the GPU, not zero-filled (the kernel writes
+ * every element). `reuse`, when not null, is the value the buffer plan held in the same buffer
+ * before, now dead: its device memory is taken over when it is large enough (it must not be read
+ * again), else new memory is allocated. */
+weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse);
 /* Launches `kernel` on `grid` (x, y, z; no launch when one of them is 0) with its tensor parameters
  * (source order, `out` ones included), its sizes (as `size_order` indexes them) and its scalar
  * parameters (source order). Inputs are copied to the GPU if they are not there yet. */
