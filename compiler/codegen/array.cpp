@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 
+#include "codegen/dims.h"
 #include "codegen/nvptx.h"
 
 namespace weft::codegen {
@@ -223,32 +224,13 @@ class ArrayEmitter {
     return slot;
   }
 
-  // i64 arithmetic over the size parameters (host.cpp's EmitDim: floor div and mod).
+  // i64 arithmetic over the size parameters (dims.h).
   llvm::Value* EmitDim(const Dim& dim) {
-    if (auto c = dim.AsConstant()) return I64(*c);
-    llvm::Value* sum = I64(0);
-    for (const core::Term& term : dim.terms()) {
-      llvm::Value* product = I64(term.coefficient);
-      for (const core::Factor& factor : term.monomial) {
-        llvm::Value* atom = nullptr;
-        if (factor.atom.kind == core::AtomKind::kVar) {
-          auto it = sizes_.find(factor.atom.var.index);
-          if (it == sizes_.end()) Refuse("a dim over a size the kernel was not given");
-          atom = it->second;
-        } else {
-          llvm::Value* p = EmitDim(*factor.atom.operand);
-          llvm::Value* c = I64(factor.atom.divisor);
-          llvm::Value* q = b_.CreateSDiv(p, c);
-          llvm::Value* r = b_.CreateSRem(p, c);
-          llvm::Value* negative = b_.CreateICmpSLT(r, I64(0));
-          atom = factor.atom.kind == core::AtomKind::kDiv ? b_.CreateSelect(negative, b_.CreateSub(q, I64(1)), q)
-                                                          : b_.CreateSelect(negative, b_.CreateAdd(r, c), r);
-        }
-        for (std::int32_t i = 0; i < factor.power; ++i) product = b_.CreateMul(product, atom);
-      }
-      sum = b_.CreateAdd(sum, product);
-    }
-    return sum;
+    return codegen::EmitDim(b_, dim, [&](core::SizeVarId v) -> llvm::Value* {
+      auto it = sizes_.find(v.index);
+      if (it == sizes_.end()) Refuse("a dim over a size the kernel was not given");
+      return it->second;
+    });
   }
 
   static Dim Product(const std::vector<Dim>& dims, std::size_t begin, std::size_t end) {

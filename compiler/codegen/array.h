@@ -36,7 +36,7 @@
 namespace weft::codegen {
 
 struct ArrayKernel {
-  DeviceKernel device;                // entry `weft_array_<group>`, its PTX, threads, shared bytes
+  DeviceKernel device;                 // entry `weft_array_<group>`, its PTX, threads, shared bytes
   std::vector<graph::NodeId> tensors;  // the buffer-holding nodes passed, inputs then outputs
   std::size_t inputs = 0;              // how many of `tensors` are inputs
   std::vector<core::SizeVarId> sizes;  // the size variables passed, after the tensors
@@ -49,8 +49,7 @@ bool HasArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::siz
 // The group's kernel for `target`, or one line saying why it cannot be generated (an operation
 // not supported yet: the driver reports it as E0800 at the operation's span).
 // @pre HasArrayKernel(graph, plan, group)
-Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, const graph::Plan& plan,
-                                                 std::size_t group, synth::Target target,
-                                                 const SourceManager& sources);
+Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::size_t group,
+                                                 synth::Target target, const SourceManager& sources);
 
 }  // namespace weft::codegen

@@ -33,6 +33,7 @@
 #include <variant>
 
 #include "codegen/array.h"
+#include "codegen/dims.h"
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "tile/lower.h"
@@ -243,32 +244,8 @@ llvm::Value* Lowering::Compare(core::RelOp op, llvm::Value* lhs, llvm::Value* rh
   return b_.getFalse();
 }
 
-// A dim as i64 arithmetic: terms of coefficient times powers of atoms; `p / c` and `p % c` are
-// floor division and floor modulo (dim.h), also for negative `p`.
 llvm::Value* Lowering::EmitDim(const Dim& dim, const std::function<llvm::Value*(SizeVarId)>& var) {
-  llvm::Value* sum = I64(0);
-  for (const core::Term& term : dim.terms()) {
-    llvm::Value* product = I64(term.coefficient);
-    for (const core::Factor& factor : term.monomial) {
-      llvm::Value* atom = nullptr;
-      if (factor.atom.kind == core::AtomKind::kVar) {
-        atom = var(factor.atom.var);
-      } else {
-        llvm::Value* p = EmitDim(*factor.atom.operand, var);
-        if (!p) return nullptr;
-        llvm::Value* c = I64(factor.atom.divisor);
-        llvm::Value* q = b_.CreateSDiv(p, c);
-        llvm::Value* r = b_.CreateSRem(p, c);
-        llvm::Value* negative = b_.CreateICmpSLT(r, I64(0));
-        atom = factor.atom.kind == core::AtomKind::kDiv ? b_.CreateSelect(negative, b_.CreateSub(q, I64(1)), q)
-                                                        : b_.CreateSelect(negative, b_.CreateAdd(r, c), r);
-      }
-      if (!atom) return nullptr;
-      for (std::int32_t i = 0; i < factor.power; ++i) product = b_.CreateMul(product, atom);
-    }
-    sum = b_.CreateAdd(sum, product);
-  }
-  return sum;
+  return codegen::EmitDim(b_, dim, var);
 }
 
 // ---- Values ----
