@@ -151,7 +151,7 @@ TEST_CASE("array: the elementwise kernel keeps four 16-byte loads in flight", "[
   CHECK(Count(k->device.ptx, "ld.global.nc.v4") >= 4);
 }
 
-TEST_CASE("array: layernorm's row kernel reads its row once, in 16-byte vectors", "[array]") {
+TEST_CASE("array: layernorm's row kernel reads its row once in 16-byte vectors", "[array]") {
   // f32[b, t, 768]: 192 units of 4 at 128 threads, two slots a thread; x, gamma and beta are each
   // loaded once per slot (the general path, needed only for misaligned views, folds away).
   auto k = KernelOf("tests/lit/graph/layernorm.weft", graph::GroupKind::Rows);

@@ -70,7 +70,7 @@ TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[grap
   CHECK(p->graph.Get(g->outputs[0]).dtype == Dtype::BF16);
 }
 
-TEST_CASE("without the stdlib kernels, attention is its parts", "[graph]") {
+TEST_CASE("without the stdlib kernels attention is its parts", "[graph]") {
   auto p = Build(kAttention);
   Plan plan = Fuse(p->graph, FuseOptions{true, false});
   CHECK(Count(plan, GroupKind::Attention) == 0);
@@ -89,7 +89,7 @@ TEST_CASE("attention at head dim 32 has no stdlib kernel", "[graph]") {
   CHECK(Count(plan, GroupKind::Attention) == 0);
 }
 
-TEST_CASE("attention whose sizes the kernel's tiles do not divide, or are known only at run time, is its parts",
+TEST_CASE("attention whose sizes the kernel's tiles do not divide or are known only at run time is its parts",
           "[graph]") {
   std::string divided = kAttention;
   divided.replace(divided.find("bf16[h, 256, 64]"), 16, "bf16[h, 100, 64]");
@@ -104,7 +104,7 @@ TEST_CASE("attention whose sizes the kernel's tiles do not divide, or are known 
   }
 }
 
-TEST_CASE("products choose the stdlib gemm that computes them; the generic one fuses its epilogue", "[graph]") {
+TEST_CASE("products choose the stdlib gemm that computes them and the generic one fuses its epilogue", "[graph]") {
   auto p = Build(R"(def main =
   let x = (load "x.npy" : bf16[m, 1024]) in
   let w = (load "w.npy" : bf16[1024, 4096]) in
@@ -136,7 +136,7 @@ TEST_CASE("products choose the stdlib gemm that computes them; the generic one f
   for (const Group& g : plain.groups) CHECK(g.kernel.empty());
 }
 
-TEST_CASE("no buffer holds two live values, and no group writes a buffer it reads", "[graph]") {
+TEST_CASE("no buffer holds two live values and no group writes a buffer it reads", "[graph]") {
   auto p = Build(R"(import nn
 def main =
   let x = (random [256, 300] 1 : f32[256, 300]) in
