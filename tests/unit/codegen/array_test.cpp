@@ -64,22 +64,6 @@ std::vector<std::string> Programs() {
   return files;
 }
 
-bool Assemble(const std::string& ptxas, const std::string& ptx, const std::string& arch, std::string& report) {
-  auto dir = std::filesystem::temp_directory_path() / ("weft-array-ptxas-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string in = (dir / "kernel.ptx").string(), out = (dir / "kernel.cubin").string();
-  std::ofstream(in) << ptx;
-  std::string command = "'" + ptxas + "' -arch=" + arch + " '" + in + "' -o '" + out + "' 2>&1";
-  report.clear();
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return false;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
-  int status = pclose(pipe);
-  std::filesystem::remove_all(dir);
-  return status == 0;
-}
-
 // The kernel of the first group of `kind` in `file` (relative to the source tree).
 std::optional<ArrayKernel> KernelOf(const std::string& file, graph::GroupKind kind) {
   auto p = Load(std::string(WEFT_SOURCE_DIR) + "/" + file);
@@ -121,7 +105,7 @@ TEST_CASE("array: every group of the graph tests and examples generates and asse
         }
         if (ptxas.empty()) continue;
         std::string report;
-        bool ok = Assemble(ptxas, k->device.ptx, arch, report);
+        bool ok = testing::Assemble(ptxas, k->device.ptx, arch, report);
         INFO(report);
         CHECK(ok);
       }

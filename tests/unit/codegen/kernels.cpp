@@ -1,5 +1,8 @@
 #include "kernels.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +82,22 @@ std::string FindPtxas() {
   }
   if (std::filesystem::exists("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
   return "";
+}
+
+bool Assemble(const std::string& ptxas, const std::string& ptx, const std::string& arch, std::string& report) {
+  auto dir = std::filesystem::temp_directory_path() / ("weft-ptxas-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string in = (dir / "kernel.ptx").string(), out = (dir / "kernel.cubin").string();
+  std::ofstream(in) << ptx;
+  std::string command = "'" + ptxas + "' -arch=" + arch + " -v '" + in + "' -o '" + out + "' 2>&1";
+  report.clear();
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return false;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
+  int status = pclose(pipe);
+  std::filesystem::remove_all(dir);
+  return status == 0;
 }
 
 }  // namespace weft::codegen::testing

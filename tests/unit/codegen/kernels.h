@@ -31,4 +31,8 @@ std::vector<Emitted> EmitFile(const std::string& file, synth::Target target);
 // `ptxas` from CMake's WEFT_PTXAS, else PATH, else /usr/local/cuda/bin; empty when absent.
 std::string FindPtxas();
 
+// Runs `ptxas -arch=ARCH -v` on `ptx`; its output (registers, spills, errors) into `report`. True
+// when it assembled.
+bool Assemble(const std::string& ptxas, const std::string& ptx, const std::string& arch, std::string& report);
+
 }  // namespace weft::codegen::testing

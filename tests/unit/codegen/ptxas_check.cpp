@@ -31,23 +31,6 @@ std::string Launch(const DeviceKernel& d) {
   return s + ")\n";
 }
 
-// Runs ptxas on `ptx`; its output (registers, spills, errors) into `report`. True when it assembled.
-bool Assemble(const std::string& ptxas, const std::string& ptx, const std::string& arch, std::string& report) {
-  auto dir = std::filesystem::temp_directory_path() / ("weft-ptxas-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string in = (dir / "kernel.ptx").string(), out = (dir / "kernel.cubin").string();
-  std::ofstream(in) << ptx;
-  std::string command = "'" + ptxas + "' -arch=" + arch + " -v '" + in + "' -o '" + out + "' 2>&1";
-  report.clear();
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return false;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) report.append(buffer, n);
-  int status = pclose(pipe);
-  std::filesystem::remove_all(dir);
-  return status == 0;
-}
-
 }  // namespace
 
 int main() {
@@ -69,7 +52,7 @@ int main() {
         if (dump) std::ofstream(std::string(dump) + "/" + name + ".ptx") << Launch(*e.device) << e.device->ptx;
         if (ptxas.empty()) continue;
         std::string report;
-        bool ok = Assemble(ptxas, e.device->ptx, arch, report);
+        bool ok = testing::Assemble(ptxas, e.device->ptx, arch, report);
         std::cout << (ok ? "ok   " : "FAIL ") << file << ": " << name << "\n" << report;
         ok ? ++assembled : ++failures;
       }
@@ -88,7 +71,7 @@ int main() {
       if (dump) std::ofstream(std::string(dump) + "/" + name + ".ptx") << k->ptx;
       if (ptxas.empty()) continue;
       std::string report;
-      bool ok = Assemble(ptxas, k->ptx, arch, report);
+      bool ok = testing::Assemble(ptxas, k->ptx, arch, report);
       std::cout << (ok ? "ok   " : "FAIL ") << "random: " << name << "\n" << report;
       ok ? ++assembled : ++failures;
     }
