@@ -34,6 +34,7 @@
 #include <set>
 
 #include "codegen/dims.h"
+#include "codegen/libdevice.h"
 #include "codegen/nvptx.h"
 
 namespace weft::codegen {
@@ -688,6 +689,17 @@ class ArrayEmitter {
     return Fma(r, err, r);
   }
 
+  // A call of libdevice's `name` on an f64 (libdevice.h; linked after the kernel is written).
+  llvm::Value* Libdevice(const std::string& name, llvm::Value* x) {
+    std::string looked;
+    if (!FindLibdevice(looked))
+      Refuse("f64 `" + name.substr(5) + "` (NVIDIA's libdevice was not found: looked at " + looked +
+             "; set WEFT_LIBDEVICE to its path)");
+    llvm::FunctionCallee callee =
+        m_.getOrInsertFunction(name, llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false));
+    return b_.CreateCall(callee, {x});
+  }
+
   // One operation on compute-type operands (ToCompute), in that type.
   llvm::Value* Apply(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x) {
     bool f = IsFloat(d);
@@ -729,6 +741,12 @@ class ArrayEmitter {
                  : (s ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a, b_.getFalse()) : a);
       if (f && fn == "sqrt") return Intrinsic(llvm::Intrinsic::sqrt, a);
       if (f && fn == "rsqrt") return b_.CreateFDiv(F(t, 1.0), Intrinsic(llvm::Intrinsic::sqrt, a));
+      if (d == Dtype::F64) {
+        // libdevice's functions (within 2 ulps of the C library's, which the interpreter calls).
+        if (fn == "exp" || fn == "log" || fn == "sin" || fn == "cos" || fn == "tanh") return Libdevice("__nv_" + fn, a);
+        if (fn == "sigmoid")
+          return b_.CreateFDiv(F(t, 1.0), b_.CreateFAdd(F(t, 1.0), Libdevice("__nv_exp", b_.CreateFNeg(a))));
+      }
       if (f && d != Dtype::F64) {
         if (fn == "exp") return Exp(a);
         if (fn == "log")
@@ -1646,6 +1664,12 @@ Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, cons
     out = ArrayEmitter(graph, plan, group, ctx, module).Emit();
   } catch (const Unsupported& u) {
     return u.what;
+  }
+  bool libdevice = false;
+  for (const llvm::Function& f : module)
+    libdevice = libdevice || (f.isDeclaration() && f.getName().starts_with("__nv_"));
+  if (libdevice) {
+    if (std::optional<std::string> failed = LinkLibdevice(module)) return *failed;
   }
   out.device.target = target;
   out.device.sizes = out.sizes;

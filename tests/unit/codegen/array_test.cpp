@@ -154,5 +154,67 @@ TEST_CASE("array: softmax's row kernel reduces by warp shuffles", "[array]") {
   CHECK(k->grid.size() == 1);
 }
 
+// Every array kernel of `file` on both targets, each assembled by ptxas when there is one.
+std::vector<ArrayKernel> AssembleAll(const std::string& file) {
+  auto p = Load(std::string(WEFT_SOURCE_DIR) + "/" + file);
+  REQUIRE(p);
+  std::string ptxas = testing::FindPtxas();
+  if (ptxas.empty()) WARN("SKIPPED the ptxas half: no ptxas (CUDA toolkit) on PATH or in /usr/local/cuda/bin");
+  std::vector<ArrayKernel> out;
+  for (std::size_t g = 0; g < p->plan.groups.size(); ++g) {
+    if (!HasArrayKernel(*p->graph, p->plan, g)) continue;
+    for (synth::Target target : {synth::Target::Sm80, synth::Target::Sm90a}) {
+      const char* arch = target == synth::Target::Sm80 ? "sm_80" : "sm_90a";
+      INFO(file << " group k" << g << " on " << arch);
+      auto k = EmitArrayKernel(*p->graph, p->plan, g, target, p->sources);
+      if (!k) FAIL(k.error());
+      if (!ptxas.empty()) {
+        std::string report;
+        bool ok = testing::Assemble(ptxas, k->device.ptx, arch, report);
+        INFO(report);
+        CHECK(ok);
+      }
+      out.push_back(*k);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("array: f64 transcendental functions link libdevice into the kernel, which assembles", "[array]") {
+  std::vector<ArrayKernel> kernels = AssembleAll("tests/lit/graph/f64_math.weft");
+  REQUIRE(kernels.size() == 2);
+  for (const ArrayKernel& k : kernels) {
+    // Linked and internal (inlined by O3 or kept as a .func), reflected: no call of an external
+    // libdevice function, no __nvvm_reflect left.
+    CHECK(k.device.llvm_ir.find("define internal double @__nv_exp(") != std::string::npos);
+    CHECK(k.device.llvm_ir.find("!\"nvvm-reflect-ftz\", i32 0}") != std::string::npos);
+    CHECK(k.device.ptx.find(".extern .func") == std::string::npos);
+    CHECK(k.device.ptx.find("__nvvm_reflect") == std::string::npos);
+    CHECK(k.device.ptx.find(".visible .func") == std::string::npos);
+  }
+}
+
+TEST_CASE("array: without libdevice an f64 exp is refused, saying where libdevice was looked for", "[array]") {
+  auto p = Load(std::string(WEFT_SOURCE_DIR) + "/tests/lit/graph/f64_math.weft");
+  REQUIRE(p);
+  const char* old = std::getenv("WEFT_LIBDEVICE");
+  std::string saved = old ? old : "";
+  setenv("WEFT_LIBDEVICE", "/nonexistent/libdevice.10.bc", 1);
+  std::optional<std::string> error;
+  for (std::size_t g = 0; g < p->plan.groups.size(); ++g) {
+    if (!HasArrayKernel(*p->graph, p->plan, g)) continue;
+    auto k = EmitArrayKernel(*p->graph, p->plan, g, synth::Target::Sm80, p->sources);
+    if (!k) error = k.error();
+  }
+  if (old)
+    setenv("WEFT_LIBDEVICE", saved.c_str(), 1);
+  else
+    unsetenv("WEFT_LIBDEVICE");
+  REQUIRE(error);
+  CHECK(*error ==
+        "f64 `exp` (NVIDIA's libdevice was not found: looked at WEFT_LIBDEVICE=/nonexistent/libdevice.10.bc; set "
+        "WEFT_LIBDEVICE to its path)");
+}
+
 }  // namespace
 }  // namespace weft::codegen
