@@ -13,8 +13,10 @@
 //    once for the outputs, scans per chunk of a row, products per output element of a tile.
 //
 // Values are kept in their dtype's LLVM type (f16 `half`, bf16 `bfloat`, bool `i1`, integers
-// `iN`) and every operation converts to its compute type (f32, f64, i64 or i1), computes, and
-// rounds back once: the interpreter's numerics (docs/numerics.md).
+// `iN`, i4/u4 `i4`; f8 as its bits, an `i8`: f8.h) and every operation converts to its compute type
+// (f32, f64, i64 or i1), computes, and rounds back once: the interpreter's numerics
+// (docs/numerics.md). i4 and u4 are packed two to a byte in memory, so only a kernel whose threads
+// write whole bytes (elementwise: elements in pairs, or vectors of an even width) stores them.
 #include "codegen/array.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -34,6 +36,7 @@
 #include <set>
 
 #include "codegen/dims.h"
+#include "codegen/f8.h"
 #include "codegen/libdevice.h"
 #include "codegen/nvptx.h"
 
@@ -71,6 +74,13 @@ bool IsSigned(Dtype d) {
 int Bytes(Dtype d) {
   return (Bits(d) + 7) / 8;
 }
+bool IsF8(Dtype d) {
+  return d == Dtype::F8E4M3 || d == Dtype::F8E5M2;
+}
+// i4 and u4 are packed two to a byte, element 2k in the low nibble of byte k (runtime/tensor.h).
+bool IsPacked(Dtype d) {
+  return d == Dtype::I4 || d == Dtype::U4;
+}
 
 std::string Quote(std::string_view s) {
   return "`" + std::string(s) + "`";
@@ -99,6 +109,15 @@ class ArrayEmitter {
     for (NodeId out : group_.outputs) {
       if (plan_.buffer_of[out.index] < 0) Refuse("the output " + Name(out) + " has no device buffer");
       out_.tensors.push_back(out);
+    }
+    bool elementwise =
+        group_.kind == GroupKind::Elementwise || group_.kind == GroupKind::Gather || group_.kind == GroupKind::Concat;
+    for (NodeId out : group_.outputs) {
+      if (IsPacked(Get(out).dtype) && !elementwise)
+        Refuse("the " + std::string(Spelling(Get(out).dtype)) + " result of a " +
+               std::string(graph::Spelling(group_.kind)) +
+               " kernel (4-bit values are stored two to a byte, which only elementwise kernels do yet; `cast` it " +
+               "to i8 in `main`)");
     }
     out_.inputs = inputs_.size();
     out_.tensors.insert(out_.tensors.begin(), inputs_.begin(), inputs_.end());
@@ -319,6 +338,12 @@ class ArrayEmitter {
     switch (d) {
       case Dtype::Bool:
         return b_.getInt1Ty();
+      case Dtype::I4:
+      case Dtype::U4:
+        return b_.getIntNTy(4);
+      case Dtype::F8E4M3:
+      case Dtype::F8E5M2:
+        return b_.getInt8Ty();  // the bits: LLVM has no f8 types (F8Decode, F8Encode)
       case Dtype::I8:
       case Dtype::U8:
         return b_.getInt8Ty();
@@ -340,12 +365,11 @@ class ArrayEmitter {
       case Dtype::F64:
         return b_.getDoubleTy();
       default:
-        Refuse(std::string(Spelling(d)) + " tensors in an array kernel (only whole-byte integer and 16-, 32-, " +
-               "64-bit float dtypes)");
+        Refuse(std::string(Spelling(d)) + " tensors in an array kernel");
     }
   }
-  // How a dtype is held in memory: bool as one byte.
-  llvm::Type* Memory(Dtype d) { return d == Dtype::Bool ? b_.getInt8Ty() : Storage(d); }
+  // How a dtype is held in memory: bool as one byte, i4/u4 as bytes of two (Load, Store).
+  llvm::Type* Memory(Dtype d) { return d == Dtype::Bool || IsPacked(d) ? b_.getInt8Ty() : Storage(d); }
   // What operations on `d` compute in: f32 for floats up to 32 bits, f64, i64 for integers, i1.
   llvm::Type* ComputeType(Dtype d) {
     if (d == Dtype::Bool) return b_.getInt1Ty();
@@ -355,6 +379,7 @@ class ArrayEmitter {
   }
   llvm::Value* ToCompute(llvm::Value* v, Dtype d) {
     llvm::Type* t = ComputeType(d);
+    if (IsF8(d)) return F8Decode(v, d);
     if (v->getType() == t) return v;
     if (IsFloat(d)) return b_.CreateFPExt(v, t);
     return IsSigned(d) ? b_.CreateSExt(v, t) : b_.CreateZExt(v, t);
@@ -362,6 +387,10 @@ class ArrayEmitter {
   // Rounds (floats, to nearest even) or wraps (integers) a compute-type value once to `d`.
   llvm::Value* FromCompute(llvm::Value* v, Dtype d) {
     llvm::Type* t = Storage(d);
+    if (IsF8(d)) {
+      if (v->getType()->isIntegerTy(1)) v = b_.CreateUIToFP(v, b_.getFloatTy());
+      return F8Encode(v, d);
+    }
     if (v->getType() == t) return v;
     if (v->getType()->isIntegerTy(1)) return IsFloat(d) ? b_.CreateUIToFP(v, t) : b_.CreateZExt(v, t);
     if (IsFloat(d)) return b_.CreateFPTrunc(v, t);
@@ -372,6 +401,18 @@ class ArrayEmitter {
   llvm::Value* Convert(llvm::Value* x, Dtype from, Dtype to) {
     llvm::Type* t = Storage(to);
     if (from == to) return x;
+    // f8 through f32, which holds every f8 value exactly; to f8 from f32 or f64, rounding once
+    // (an integer goes through f64: exact below 2^53, and anything larger saturates either way).
+    if (IsF8(from)) return Convert(F8Decode(x, from), Dtype::F32, to);
+    if (IsF8(to)) {
+      if (from == Dtype::Bool || !IsFloat(from)) {
+        bool is_signed = IsSigned(from);
+        x = is_signed ? b_.CreateSIToFP(x, b_.getDoubleTy()) : b_.CreateUIToFP(x, b_.getDoubleTy());
+      } else if (from != Dtype::F64 && from != Dtype::F32) {
+        x = b_.CreateFPExt(x, b_.getFloatTy());
+      }
+      return F8Encode(x, to);
+    }
     if (from == Dtype::Bool) return IsFloat(to) ? b_.CreateUIToFP(x, t) : b_.CreateZExt(x, t);
     if (to == Dtype::Bool) {
       return IsFloat(from) ? b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0))
@@ -392,9 +433,13 @@ class ArrayEmitter {
     return IsSigned(from) ? b_.CreateSExtOrTrunc(x, t) : b_.CreateZExtOrTrunc(x, t);
   }
 
+  llvm::Value* F8Decode(llvm::Value* bits, Dtype d) { return EmitF8Decode(b_, bits, d); }
+  llvm::Value* F8Encode(llvm::Value* x, Dtype d) { return EmitF8Encode(b_, x, d); }
+
   llvm::Value* Constant(const Node& n) {
     llvm::Type* t = Storage(n.dtype);
     if (n.dtype == Dtype::Bool) return b_.getInt1(n.bits & 1);
+    if (IsF8(n.dtype) || IsPacked(n.dtype)) return llvm::ConstantInt::get(t, n.bits);
     if (IsFloat(n.dtype)) {
       const llvm::fltSemantics& sem = t->getFltSemantics();
       return llvm::ConstantFP::get(ctx_, llvm::APFloat(sem, llvm::APInt(static_cast<unsigned>(Bits(n.dtype)), n.bits)));
@@ -530,8 +575,18 @@ class ArrayEmitter {
       load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
       return load;
     };
-    bool vector = !c.empty() && c.back().lanes;
+    bool vector = !c.empty() && c.back().lanes && !IsPacked(n.dtype);
     for (std::size_t i = 0; i + 1 < c.size(); ++i) vector = vector && !c[i].lanes;
+    if (IsPacked(n.dtype)) {
+      // Element e is the low (even e) or high nibble of byte e / 2.
+      return PerLane(c, [&](const Coords& at) {
+        llvm::Value* e = Linear(at, n.shape);
+        llvm::Value* byte =
+            invariant(b_.CreateAlignedLoad(t, b_.CreateGEP(t, base, b_.CreateLShr(e, 1)), llvm::Align(1)));
+        llvm::Value* shift = b_.CreateTrunc(b_.CreateShl(b_.CreateAnd(e, I64(1)), 2), b_.getInt8Ty());
+        return b_.CreateTrunc(b_.CreateLShr(byte, shift), Storage(n.dtype));
+      });
+    }
     if (vector) {
       aligned_.push_back(n.shape.back());
       llvm::Value* offset = Linear(LaneCoords(c, 0), n.shape);
@@ -852,10 +907,16 @@ class ArrayEmitter {
   // Stores `v` (of `d`) at element `offset` of buffer `id`.
   void Store(NodeId id, llvm::Value* offset, llvm::Value* v) {
     Dtype d = Get(id).dtype;
+    if (IsPacked(d)) Refuse("internal: a 4-bit element stored alone");
     if (d == Dtype::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
     llvm::Type* t = Memory(d);
     b_.CreateAlignedStore(v, b_.CreateGEP(t, pointers_.at(id.index), offset),
                           llvm::Align(static_cast<std::uint64_t>(Bytes(d))));
+  }
+
+  // The byte of two 4-bit elements: `low` in the low nibble.
+  llvm::Value* PackByte(llvm::Value* low, llvm::Value* high) {
+    return b_.CreateOr(b_.CreateZExt(low, b_.getInt8Ty()), b_.CreateShl(b_.CreateZExt(high, b_.getInt8Ty()), 4));
   }
 
   // Stores the `width` lanes of `v` (of `id`'s dtype) at element `offset` of buffer `id`: one
@@ -868,6 +929,15 @@ class ArrayEmitter {
     Dtype d = Get(id).dtype;
     llvm::Type* t = Memory(d);
     auto w = static_cast<std::int64_t>(width);
+    if (IsPacked(d)) {
+      // W / 2 whole bytes (W is even, and the offset a multiple of W).
+      llvm::Value* bytes = llvm::UndefValue::get(llvm::FixedVectorType::get(t, static_cast<unsigned>(w / 2)));
+      for (std::size_t k = 0; k < width / 2; ++k)
+        bytes = b_.CreateInsertElement(bytes, PackByte(LaneOf(v, 2 * k), LaneOf(v, 2 * k + 1)), k);
+      b_.CreateAlignedStore(bytes, b_.CreateGEP(t, pointers_.at(id.index), b_.CreateLShr(offset, 1)),
+                            llvm::Align(static_cast<std::uint64_t>(std::min<std::int64_t>(16, w / 2))));
+      return;
+    }
     llvm::Value* packed = llvm::UndefValue::get(llvm::FixedVectorType::get(t, static_cast<unsigned>(w)));
     for (std::size_t k = 0; k < width; ++k) {
       llvm::Value* lane = LaneOf(v, k);
@@ -879,6 +949,46 @@ class ArrayEmitter {
   }
 
   // ---- 3. Kernels ----
+
+  // The scalar path of a kernel with a 4-bit output: a thread computes elements 2p and 2p + 1 (when
+  // there is one), so that it writes their byte whole; past an odd count the high nibble is 0.
+  void ScalarPairs(llvm::Value* count, llvm::Value* first, llvm::Value* stride) {
+    const std::vector<Dim>& space = group_.space;
+    llvm::Type* byte = b_.getInt8Ty();
+    llvm::Value* pairs = b_.CreateUDiv(b_.CreateAdd(count, I64(1)), I64(2));
+    Loop(first, pairs, stride, [&](llvm::Value* p) {
+      llvm::Value* e = b_.CreateMul(p, I64(2));
+      std::vector<llvm::Value*> slots;  // per 4-bit output, its byte so far
+      Coords c = Unravel(e, space);
+      for (NodeId out : group_.outputs) {
+        llvm::Value* v = EmitOne(out, c);
+        if (IsPacked(Get(out).dtype))
+          slots.push_back(Local(byte, b_.CreateZExt(v, byte)));
+        else
+          Store(out, e, v);
+      }
+      llvm::Value* next = b_.CreateAdd(e, I64(1));
+      If(b_.CreateICmpULT(next, count), [&] {
+        Coords c1 = Unravel(next, space);
+        std::size_t k = 0;
+        for (NodeId out : group_.outputs) {
+          llvm::Value* v = EmitOne(out, c1);
+          if (!IsPacked(Get(out).dtype)) {
+            Store(out, next, v);
+            continue;
+          }
+          llvm::Value* slot = slots[k++];
+          b_.CreateStore(PackByte(b_.CreateTrunc(b_.CreateLoad(byte, slot), v->getType()), v), slot);
+        }
+      });
+      std::size_t k = 0;
+      for (NodeId out : group_.outputs) {
+        if (!IsPacked(Get(out).dtype)) continue;
+        b_.CreateAlignedStore(b_.CreateLoad(byte, slots[k++]), b_.CreateGEP(byte, pointers_.at(out.index), p),
+                              llvm::Align(1));
+      }
+    });
+  }
 
   // Elementwise, gather and concat: a grid-stride loop over the output's elements. When every
   // tensor is read along its innermost axis in step with the output, W consecutive elements are a
@@ -909,10 +1019,16 @@ class ArrayEmitter {
     // Scalar path: element e at a time.
     b_.SetInsertPoint(scalar);
     width_ = 1;
-    Loop(first, count, stride, [&](llvm::Value* e) {
-      Coords c = Unravel(e, space);
-      for (NodeId out : group_.outputs) Store(out, e, EmitOne(out, c));
-    });
+    bool packed = false;
+    for (NodeId out : group_.outputs) packed = packed || IsPacked(Get(out).dtype);
+    if (packed) {
+      ScalarPairs(count, first, stride);
+    } else {
+      Loop(first, count, stride, [&](llvm::Value* e) {
+        Coords c = Unravel(e, space);
+        for (NodeId out : group_.outputs) Store(out, e, EmitOne(out, c));
+      });
+    }
     b_.CreateBr(done);
 
     if (vectorize) {

@@ -216,5 +216,18 @@ TEST_CASE("array: without libdevice an f64 exp is refused, saying where libdevic
         "WEFT_LIBDEVICE to its path)");
 }
 
+TEST_CASE("array: f8 and 4-bit kernels assemble, and 4-bit results are stored as whole bytes", "[array]") {
+  std::vector<ArrayKernel> kernels = AssembleAll("tests/lit/graph/f8_i4.weft");
+  CHECK(kernels.size() == 14);
+  // k3 writes i4[37, 101]: 3737 elements, so the scalar path (pairs of elements, a byte each) and
+  // no vector path (101 is no multiple of 4); no read-modify-write of a byte another thread writes.
+  const std::string& ptx = kernels.at(6).device.ptx;
+  CHECK(ptx.find("st.global.u8") != std::string::npos);
+  CHECK(ptx.find("atom.") == std::string::npos);
+  CHECK(ptx.find("ld.global.u8") == std::string::npos);
+  // The f8 casts are integer and float arithmetic (sm_80 has no f8 conversions): cvt.rni rounds.
+  CHECK(kernels.at(2).device.ptx.find("cvt.rni.f32.f32") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft::codegen
