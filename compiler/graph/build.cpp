@@ -87,6 +87,9 @@ Dim Checked(core::Result<Dim> dim) {
   return *dim;
 }
 
+// `loop`s in `main` are unrolled at compile time up to this many iterations.
+constexpr std::int64_t kMaxUnroll = 10000;
+
 const std::set<std::string, std::less<>>& ElementwiseBuiltins() {
   static const std::set<std::string, std::less<>> names = {
       "+",       "-",       "*",      "/",      "%",   "==",  "!=",  "<",    "<=",    ">",    ">=",      "&&",  "||",
@@ -199,6 +202,7 @@ class Builder {
     return Add(std::move(n));
   }
   std::vector<Dim> Broadcast(const std::vector<NodeId>& operands) const;
+  std::optional<std::int64_t> ConstantInt(NodeId id) const;
   static std::uint64_t IntLitBits(const ce::IntLit& lit, Dtype d);
   static std::uint64_t FloatLitBits(const ce::FloatLit& lit, Dtype d);
   GRef NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, GFrame& frame);
@@ -543,7 +547,28 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             for (std::size_t i = axis; i < base_shape.size(); ++i) n.shape.push_back(base_shape[i]);
             return Make(Add(std::move(n)));
           },
-          [&](const ce::Loop&) -> GRef { return refuse_array("`loop`"); },
+          [&](const ce::Loop& loop) -> GRef {
+            // Unrolled: each iteration's body is evaluated with the counter a constant, so the
+            // graph is the straight-line program and fuses across iterations.
+            GRef state = Eval(loop.init, frame);
+            NodeId bound = NodeOf(Eval(loop.bound, frame), e.span);
+            std::optional<std::int64_t> count = ConstantInt(bound);
+            if (!count)
+              return refuse_array("`loop` whose trip count is not known at compile time (`main`'s loops are unrolled)");
+            if (*count > kMaxUnroll)
+              return refuse_array("`loop` of " + std::to_string(*count) + " iterations (`main`'s loops are unrolled, " +
+                                  "up to " + std::to_string(kMaxUnroll) + " iterations)");
+            std::shared_ptr<const GEnv> saved = frame.env;
+            for (std::int64_t i = 0; i < *count; ++i) {
+              frame.env = saved;
+              Bind(loop.state, state, frame);
+              NodeId counter = Constant(Dtype::I64, static_cast<std::uint64_t>(i), e.span);
+              frame.env = std::make_shared<const GEnv>(GEnv{loop.counter, Make(counter), nullptr, frame.env});
+              state = Eval(loop.body, frame);
+            }
+            frame.env = saved;
+            return state;
+          },
           [&](const ce::Cast& cast) -> GRef {
             Node n;
             n.kind = Kind::Cast;
@@ -605,6 +630,59 @@ GRef Builder::EvaluateDef(std::size_t index) {
   GRef value = Eval(def.body, frame);
   cache_.emplace(index, value);
   return value;
+}
+
+// The value of a rank-0 integer node known at compile time (a literal, a constant size, integer
+// arithmetic and casts on them), with the interpreter's wrapping and floor division; else nullopt.
+std::optional<std::int64_t> Builder::ConstantInt(NodeId id) const {
+  const Node& n = Get(id);
+  if (!n.shape.empty() || !runtime::IsIntegerDtype(n.dtype)) return std::nullopt;
+  auto wrap = [&](std::uint64_t v) -> std::int64_t {
+    return runtime::IsSignedDtype(n.dtype) ? runtime::WrapSigned(v, n.dtype)
+                                           : static_cast<std::int64_t>(runtime::WrapUnsigned(v, n.dtype));
+  };
+  switch (n.kind) {
+    case Kind::Constant:
+      return wrap(n.bits);
+    case Kind::Size:
+      return n.size.AsConstant();
+    case Kind::Cast: {
+      if (!runtime::IsIntegerDtype(Get(n.args[0]).dtype)) return std::nullopt;
+      std::optional<std::int64_t> x = ConstantInt(n.args[0]);
+      if (!x) return std::nullopt;
+      return wrap(static_cast<std::uint64_t>(*x));
+    }
+    case Kind::Map: {
+      std::vector<std::int64_t> x;
+      for (NodeId a : n.args) {
+        std::optional<std::int64_t> v = ConstantInt(a);
+        if (!v || Get(a).dtype != n.dtype) return std::nullopt;
+        x.push_back(*v);
+      }
+      auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+      if (x.size() == 1 && n.fn == "negate") return wrap(0 - u(x[0]));
+      if (x.size() != 2) return std::nullopt;
+      if (n.fn == "+") return wrap(u(x[0]) + u(x[1]));
+      if (n.fn == "-") return wrap(u(x[0]) - u(x[1]));
+      if (n.fn == "*") return wrap(u(x[0]) * u(x[1]));
+      if (n.fn == "maximum" || n.fn == "minimum") {
+        bool first = runtime::IsSignedDtype(n.dtype) ? x[0] > x[1] : u(x[0]) > u(x[1]);
+        return first == (n.fn == "maximum") ? x[0] : x[1];
+      }
+      if ((n.fn == "/" || n.fn == "%") && runtime::IsSignedDtype(n.dtype) && x[1] > 0) {
+        // Floor division by a positive divisor (the only kind a trip count needs).
+        std::int64_t q = x[0] / x[1], r = x[0] % x[1];
+        if (r < 0) {
+          q -= 1;
+          r += x[1];
+        }
+        return n.fn == "/" ? q : r;
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 // NumPy's broadcasting over the operands' shapes: aligned on the right, a literal 1 stretches. The
