@@ -89,6 +89,9 @@ Dim Checked(core::Result<Dim> dim) {
 
 // `loop`s in `main` are unrolled at compile time up to this many iterations.
 constexpr std::int64_t kMaxUnroll = 10000;
+// A tensor literal in `main` is elementwise work of one `select` per element along its leading
+// axis (Stack), computed per element read: up to this many elements.
+constexpr std::size_t kMaxLiteral = 256;
 
 const std::set<std::string, std::less<>>& ElementwiseBuiltins() {
   static const std::set<std::string, std::less<>> names = {
@@ -203,6 +206,7 @@ class Builder {
   }
   std::vector<Dim> Broadcast(const std::vector<NodeId>& operands) const;
   std::optional<std::int64_t> ConstantInt(NodeId id) const;
+  NodeId Stack(Dtype dtype, const std::vector<Dim>& shape, const std::vector<NodeId>& elements, Span span);
   static std::uint64_t IntLitBits(const ce::IntLit& lit, Dtype d);
   static std::uint64_t FloatLitBits(const ce::FloatLit& lit, Dtype d);
   GRef NegativeLiteral(const core::Expr& e, const core::Expr& callee, const ce::Apply& apply, GFrame& frame);
@@ -507,15 +511,15 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             return Make(std::move(values));
           },
           [&](const ce::TensorLit& lit) -> GRef {
-            Node n;
-            n.kind = Kind::TensorLit;
-            n.span = e.span;
-            for (core::ExprId x : lit.elements) n.args.push_back(NodeOf(Eval(x, frame), e.span));
+            std::vector<NodeId> elements;
+            for (core::ExprId x : lit.elements) elements.push_back(NodeOf(Eval(x, frame), e.span));
             auto type = TensorOf(e.type, frame.subst);
             if (!type) Refuse(DiagnosticKind::HostUnsupported, e.span, "a tensor literal whose shape is not known");
-            n.dtype = type->first;
-            n.shape = type->second;
-            return Make(Add(std::move(n)));
+            if (elements.size() > kMaxLiteral)
+              return refuse_array("a tensor literal of " + std::to_string(elements.size()) +
+                                  " elements along an axis (the GPU takes at most " + std::to_string(kMaxLiteral) +
+                                  ")");
+            return Make(Stack(type->first, type->second, elements, e.span));
           },
           [&](const ce::Index& index) -> GRef {
             Node n;
@@ -683,6 +687,50 @@ std::optional<std::int64_t> Builder::ConstantInt(NodeId id) const {
     default:
       return std::nullopt;
   }
+}
+
+// A tensor literal `[e0, .., ek-1]` of `shape` = [k, ..s]: elementwise work that picks element j
+// at leading index j, `select (i == j) ej (..)` with `i` an iota of shape [k, 1, ..] (an iota's
+// value is its leading coordinate), so that it is computed where it is read, like any elementwise
+// value. One element is `full` of it; an empty literal is `zeros`.
+NodeId Builder::Stack(Dtype dtype, const std::vector<Dim>& shape, const std::vector<NodeId>& elements, Span span) {
+  Node fill;
+  fill.kind = Kind::Fill;
+  fill.dtype = dtype;
+  fill.shape = shape;
+  fill.span = span;
+  if (elements.size() <= 1) {
+    fill.fn = elements.empty() ? "zeros" : "full";
+    fill.args = elements;
+    return Add(std::move(fill));
+  }
+  Node iota;
+  iota.kind = Kind::Iota;
+  iota.fn = "iota";
+  iota.dtype = Dtype::I64;
+  iota.shape.assign(shape.size(), Dim::Constant(1));
+  iota.shape.front() = shape.front();
+  iota.span = span;
+  NodeId index = Add(std::move(iota));
+  NodeId value = elements.back();
+  for (std::size_t j = elements.size() - 1; j-- > 0;) {
+    Node is;
+    is.kind = Kind::Map;
+    is.fn = "==";
+    is.dtype = Dtype::Bool;
+    is.args = {index, Constant(Dtype::I64, j, span)};
+    is.shape = Get(index).shape;
+    is.span = span;
+    Node select;
+    select.kind = Kind::Map;
+    select.fn = "select";
+    select.dtype = dtype;
+    select.args = {Add(std::move(is)), elements[j], value};
+    select.shape = Broadcast(select.args);
+    select.span = span;
+    value = Add(std::move(select));
+  }
+  return value;
 }
 
 // NumPy's broadcasting over the operands' shapes: aligned on the right, a literal 1 stretches. The
