@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "codegen/hopper.h"
+#include "codegen/math.h"
 #include "codegen/nvptx.h"
 #include "layout/atoms.h"
 
@@ -469,7 +470,10 @@ llvm::Value* Emitter::Scalar(ValueId v) {
 llvm::Value* Emitter::Convert(llvm::Value* x, Dtype from, Dtype to) {
   llvm::Type* t = ElemType(to);
   if (from == to) return x;
-  if (IsFloat(from) && IsFloat(to)) return Bits(to) < Bits(from) ? b_.CreateFPTrunc(x, t) : b_.CreateFPExt(x, t);
+  if (IsFloat(from) && IsFloat(to)) {
+    if (Bits(to) == Bits(from)) return b_.CreateFPTrunc(b_.CreateFPExt(x, b_.getFloatTy()), t);  // bf16 <-> f16
+    return Bits(to) < Bits(from) ? b_.CreateFPTrunc(x, t) : b_.CreateFPExt(x, t);
+  }
   if (IsFloat(from)) return IsSigned(to) ? b_.CreateFPToSI(x, t) : b_.CreateFPToUI(x, t);
   if (IsFloat(to)) return IsSigned(from) ? b_.CreateSIToFP(x, t) : b_.CreateUIToFP(x, t);
   if (to == Dtype::Bool) return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
@@ -1390,6 +1394,12 @@ llvm::Value* Emitter::Elementwise(const std::string& fn, Dtype d, const std::vec
     if (fn == "exp" && d == Dtype::F32) {  // 2^(x log2 e) on the special function unit (ex2.approx)
       llvm::Value* scaled = b_.CreateFMul(x[0], llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634));
       return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
+    }
+    // The others (and exp of bf16, f16) as the array kernels compute them: in f32 (math.h).
+    if (f && d != Dtype::F64 && math::HasUnary(fn)) {
+      llvm::Value* a = d == Dtype::F32 ? x[0] : b_.CreateFPExt(x[0], b_.getFloatTy());
+      llvm::Value* r = math::Unary(b_, fn, a);
+      return d == Dtype::F32 ? r : b_.CreateFPTrunc(r, x[0]->getType());
     }
   }
   Fail("the elementwise function `" + fn + "` on `" + std::string(Spelling(d)) + "`");

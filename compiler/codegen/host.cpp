@@ -36,6 +36,7 @@
 #include "codegen/dims.h"
 #include "codegen/random.h"
 #include "core/type_printer.h"
+#include "graph/epilogue.h"
 #include "tile/lower.h"
 #include "weft/numerics.h"
 
@@ -590,22 +591,33 @@ std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore
 // kernel computes it; both write the same output.
 void Lowering::LowerStdlibGemm(std::size_t index) {
   const graph::Group& group = plan_.groups[index];
-  const graph::Node& mm = g_.Get(group.nodes.back());
+  const graph::Node& root = g_.Get(group.nodes.back());
+  const graph::Node* product = &root;
+  for (graph::NodeId id : group.nodes)
+    if (g_.Get(id).kind == graph::Kind::MatMul) product = &g_.Get(id);
+  const graph::Node& mm = *product;
+  // An epilogue's kernel is generated (graph/epilogue.h) and checked beside the stdlib by the
+  // driver; without it (a caller that did not), the generic product computes the group.
+  std::optional<graph::Epilogue> epilogue;
+  if (group.epilogue) epilogue = graph::EpilogueKernel(g_, group.nodes, group.kernel);
   const core::Def* def = options_.stdlib ? options_.stdlib->Find(group.kernel) : nullptr;
-  if (!def || !def->kernel) {
+  if (!def || !def->kernel || (group.epilogue && !epilogue)) {
     LowerArray(index);
     return;
   }
   const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
-  // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of.
+  // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of; then the
+  // tensors the epilogue reads.
   graph::NodeId b_id = mm.args[1];
   if (g_.Get(b_id).kind == graph::Kind::View) b_id = g_.Get(b_id).args[0];
   std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
+  if (epilogue)
+    for (graph::NodeId x : epilogue->inputs) inputs.push_back(&TensorOf(x));
   HTensor out;
-  out.dtype = mm.dtype;
-  for (const Dim& d : mm.shape) out.dims.push_back(DimValue(d, mm.span));
-  out.handle = Out(mm.dtype, out.dims);
+  out.dtype = root.dtype;
+  for (const Dim& d : root.shape) out.dims.push_back(DimValue(d, root.span));
+  out.handle = Out(root.dtype, out.dims);
   values_[group.nodes.back().index] = out;
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
@@ -827,7 +839,7 @@ Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module
   auto built = graph::Build(module, vars, main);
   if (!built) return built.error();
   program.graph = std::make_unique<graph::Graph>(std::move(*built));
-  program.plan = std::make_unique<graph::Plan>(graph::Fuse(*program.graph));
+  program.plan = std::make_unique<graph::Plan>(graph::Fuse(*program.graph, options.fuse));
   try {
     Lowering lowering(module, vars, sources, *program.graph, *program.plan, program, options);
     lowering.LowerMain();

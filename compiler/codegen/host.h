@@ -75,6 +75,9 @@ struct HostOptions {
   // (graph::FuseOptions); without it every product runs on the generic kernel.
   const core::Module* stdlib = nullptr;
   const core::VarStore* stdlib_vars = nullptr;
+  // How `main`'s graph fuses: the driver's, so that the plan's generated epilogue kernels are the
+  // ones it checked into `stdlib` (graph/epilogue.h).
+  graph::FuseOptions fuse;
 };
 
 // Step 1: `main`'s host code and its array kernels' device code, or the diagnostics that say what

@@ -21,6 +21,7 @@
 #include "codegen/random.h"
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
+#include "graph/epilogue.h"
 #include "graph/graph.h"
 #include "syntax/parser.h"
 #include "synth/synthesize.h"
@@ -143,24 +144,80 @@ std::string StdlibDir() {
   return stdlib ? stdlib : WEFT_STDLIB_DIR;
 }
 
-// The stdlib kernels the graph routes products and attention to (graph::FuseOptions), checked into the same
+// The stdlib kernels the graph routes products and attention to (graph::FuseOptions), and the
+// kernels it generates for products with epilogues (graph/epilogue.h), checked into the same
 // sources as the program so that their spans (line information) resolve. Without them (a stdlib
-// that does not check) every product runs on the generic kernel.
-std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources) {
-  Diagnostics quiet;
-  FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n");
-  syntax::Ast ast = syntax::Parse(sources, id, quiet);
-  check::CheckOptions options;
-  options.stdlib_dir = StdlibDir();
-  check::CheckResult result = check::Check(sources, ast, quiet, options);
-  if (quiet.has_errors()) return std::nullopt;
-  return result;
+// that does not check) every product runs on the generic kernel; generated kernels that do not
+// check (a compiler bug the lit tests would show) leave their products to the generic kernel.
+std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources, const std::string& generated = "") {
+  for (const std::string& extra : {generated, std::string()}) {
+    Diagnostics quiet;
+    FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n" + extra);
+    syntax::Ast ast = syntax::Parse(sources, id, quiet);
+    check::CheckOptions options;
+    options.stdlib_dir = StdlibDir();
+    check::CheckResult result = check::Check(sources, ast, quiet, options);
+    if (!quiet.has_errors()) return result;
+    if (extra.empty()) break;
+  }
+  return std::nullopt;
 }
 
-codegen::HostOptions HostFor(Checked& c, synth::Target target) {
+// The products of `main` with their epilogue in a generated kernel (graph/epilogue.h): how to fuse
+// (FuseOptions) and the kernels' sources. An epilogue kernel that does not check, lower or
+// synthesize for `target` (too many registers for the tile, say) is given up: its product runs
+// alone and the reason shows in `--emit=graph`. LowerMain builds the same graph and plan again.
+struct Epilogues {
+  graph::FuseOptions fuse;
+  std::string sources;
+};
+
+Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, const core::Def& main,
+                        synth::Target target) {
+  Epilogues out;
+  auto graph = graph::Build(module, vars, main);
+  if (!graph) return out;
+  for (;;) {
+    graph::Plan plan = graph::Fuse(*graph, out.fuse);
+    bool again = false;
+    for (const graph::Group& group : plan.groups) {
+      if (!group.epilogue) continue;
+      auto epilogue = graph::EpilogueKernel(*graph, group.nodes, group.kernel);
+      std::string why = epilogue ? std::string() : "no kernel";
+      if (epilogue) {
+        SourceManager sources;
+        Diagnostics quiet;
+        FileId id = sources.Add("<" + group.kernel + ">", epilogue->source);
+        syntax::Ast ast = syntax::Parse(sources, id, quiet);
+        check::CheckResult result = check::Check(sources, ast, quiet, check::CheckOptions{});
+        const core::Def* def = quiet.has_errors() ? nullptr : result.module.Find(group.kernel);
+        if (!def) {
+          why = "its epilogue kernel does not check (a compiler bug)";
+        } else if (auto lowered = tile::Lower(result.module, result.vars, *def); !lowered) {
+          why = "its epilogue kernel does not lower (a compiler bug)";
+        } else if (auto plan = synth::Synthesize(*lowered, target); !plan) {
+          why = "its epilogue kernel does not fit the tile on " + std::string(synth::Spelling(target)) + ": " +
+                plan.error().front().message;
+        }
+      }
+      if (why.empty()) continue;
+      for (graph::NodeId id : group.nodes)
+        if (graph->Get(id).kind == graph::Kind::MatMul) out.fuse.plain_products[id.index] = why;
+      again = true;
+    }
+    if (!again) {
+      out.sources = graph::EpilogueSources(*graph, plan);
+      return out;
+    }
+  }
+}
+
+codegen::HostOptions HostFor(Checked& c, synth::Target target, const core::Def& main) {
   codegen::HostOptions host;
   host.target = target;
-  if (!c.stdlib) c.stdlib = CheckStdlibKernels(c.sources);
+  Epilogues epilogues = PlanEpilogues(c.result->module, c.result->vars, main, target);
+  host.fuse = epilogues.fuse;
+  if (!c.stdlib) c.stdlib = CheckStdlibKernels(c.sources, epilogues.sources);
   if (c.stdlib) {
     host.stdlib = &c.stdlib->module;
     host.stdlib_vars = &c.stdlib->vars;
@@ -405,7 +462,9 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   // 1. Does `main` compile for the GPU? (Cheap: no synthesis yet.)
   codegen::HostOptions host;
   host.target = probe.target.value_or(synth::Target::Sm90a);
-  std::optional<check::CheckResult> stdlib = CheckStdlibKernels(sources);
+  Epilogues epilogues = PlanEpilogues(module, vars, main, host.target);
+  host.fuse = epilogues.fuse;
+  std::optional<check::CheckResult> stdlib = CheckStdlibKernels(sources, epilogues.sources);
   if (stdlib) {
     host.stdlib = &stdlib->module;
     host.stdlib_vars = &stdlib->vars;
@@ -472,7 +531,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       for (const Diagnostic& d : graph.error()) c.diagnostics.Add(d);
       return Report(options, c.sources, c.diagnostics, err);
     }
-    out << graph::Print(*graph, graph::Fuse(*graph), c.result->vars, c.sources);
+    graph::FuseOptions fuse = PlanEpilogues(c.result->module, c.result->vars, *main, *target).fuse;
+    out << graph::Print(*graph, graph::Fuse(*graph, fuse), c.result->vars, c.sources);
     out.flush();
     return Report(options, c.sources, c.diagnostics, err);
   }
@@ -487,7 +547,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       return Report(options, c.sources, c.diagnostics, err);
     }
     if (main) {
-      codegen::HostOptions host = HostFor(c, *target);
+      codegen::HostOptions host = HostFor(c, *target, *main);
       auto program = codegen::LowerMain(c.result->module, c.result->vars, *main, c.sources, host);
       if (program && emit) {
         // The kernels `main` calls, then (LLVM IR) its host module.

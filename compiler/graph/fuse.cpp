@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "graph/epilogue.h"
 #include "graph/graph.h"
 
 namespace weft::graph {
@@ -35,6 +36,8 @@ bool IsHostKind(Kind k) {
   }
 }
 
+const std::string kStdlibWhere = "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time; else the generic product";
+
 bool IsElementwiseKind(Kind k) {
   return k == Kind::Map || k == Kind::Cast || k == Kind::Fill || k == Kind::Iota || k == Kind::Dequant;
 }
@@ -58,6 +61,11 @@ class Fuser {
     if (options_.stdlib_attention) MatchAttention();
     Group();
     Order();
+    std::size_t kernel = 0;  // named after the kernel's number (`k3` runs gemm_epilogue_3)
+    for (graph::Group& group : plan_.groups) {
+      if (group.epilogue) group.kernel = EpilogueName(kernel);
+      kernel += group.kind == GroupKind::Host ? 0 : 1;
+    }
     Connect();
     PlanBuffers();
     return std::move(plan_);
@@ -68,7 +76,7 @@ class Fuser {
   std::int64_t& GroupOf(NodeId id) { return plan_.group_of[id.index]; }
 
   std::int64_t NewGroup(GroupKind kind, NodeId root, std::vector<Dim> space) {
-    plan_.groups.push_back(graph::Group{kind, {root}, {}, {}, std::move(space), {}, {}});
+    plan_.groups.push_back(graph::Group{kind, {root}, {}, {}, std::move(space), {}, {}, false});
     std::int64_t index = static_cast<std::int64_t>(plan_.groups.size() - 1);
     GroupOf(root) = index;
     return index;
@@ -215,11 +223,29 @@ class Fuser {
       if (n.kind == Kind::MatMul) {
         if (options_.stdlib_gemm) {
           if (std::optional<std::string> kernel = StdlibGemm(id)) {
+            // With the work after it, when the kernel tier spells all of it (graph/epilogue.h).
+            std::string not_epilogue;
+            auto plain = options_.plain_products.find(id.index);
+            if (plain != options_.plain_products.end()) {
+              not_epilogue = "; the work after it is a kernel of its own: " + plain->second;
+            } else if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
+              std::vector<NodeId> nodes = group->nodes;
+              nodes.push_back(id);
+              std::string why;
+              if (auto epilogue = EpilogueKernel(g_, nodes, "", &why)) {
+                group->kind = GroupKind::Gemm;
+                group->epilogue = true;
+                group->why = "the tile of " + epilogue->tile + " with this epilogue in its store, " + kStdlibWhere;
+                Join(only, id);
+                closed_.insert(only);
+                continue;
+              }
+              not_epilogue = "; the work after it is a kernel of its own: " + why;
+            }
             std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
             closed_.insert(g);
             plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
-            plan_.groups[static_cast<std::size_t>(g)].why =
-                "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time; else the generic product";
+            plan_.groups[static_cast<std::size_t>(g)].why = kStdlibWhere + not_epilogue;
             continue;
           }
         }
@@ -255,6 +281,7 @@ class Fuser {
     const Node& b = Get(mm.args[1]);
     if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) return std::nullopt;
     if (a.shape.size() != 2 || b.shape.size() != 2 || a.kind == Kind::View) return std::nullopt;
+    if (!TileMayDivide(mm)) return std::nullopt;
     // A transposed b read by the product alone is the `_nt` kernel's operand, stored as [n, k].
     bool nt = b.kind == Kind::View;
     if (nt && (b.fn != "transpose" || users_[mm.args[1].index].size() != 1 || Get(b.args[0]).kind == Kind::View))
@@ -264,6 +291,17 @@ class Fuser {
       return nt && a.dtype != Dtype::BF16 ? std::nullopt : std::optional("gemm_" + in + (nt ? "_nt" : ""));
     if (nt) return std::nullopt;  // the `_nt` kernel writes f32 only
     return "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
+  }
+
+  // Whether the stdlib tile may divide the product's sizes: not when a constant one it does not
+  // divide (then the kernel's `where` clause could never hold at run time).
+  bool TileMayDivide(const Node& mm) const {
+    const Node& a = Get(mm.args[0]);
+    auto divides = [](const Dim& d, std::int64_t tile) {
+      std::optional<std::int64_t> c = d.AsConstant();
+      return !c || *c % tile == 0;
+    };
+    return divides(mm.shape[0], 128) && divides(mm.shape[1], 256) && divides(a.shape[1], 64);
   }
 
   // Why a product runs on the generic kernel.
@@ -276,6 +314,8 @@ class Fuser {
       group.why = std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) + " operands";
     } else if (a.shape.size() != 2 || b.shape.size() != 2) {
       group.why = "batched: the stdlib gemm takes rank-2 operands";
+    } else if (!TileMayDivide(mm)) {
+      group.why = "the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes";
     } else {
       group.why = "operands read through views the stdlib gemm does not take";
     }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -154,6 +155,8 @@ struct Group {
   std::vector<Dim> space;       // the iteration space: the output's shape (Rows: [..s, n])
   std::string kernel;           // Gemm, Attention: the stdlib kernel it calls, when one fits
   std::string why;              // why the kernel is this one, or why a stdlib kernel does not fit
+  bool epilogue = false;        // Gemm: `kernel` is the generated kernel (graph/epilogue.h) of the
+                                // stdlib tile with the group's elementwise work in its store
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.
@@ -173,15 +176,19 @@ struct Plan {
 };
 
 struct FuseOptions {
-  // Route a product of bf16 or f16 matrices to the stdlib gemm kernel that computes it (its group
-  // is the product alone: the elementwise work after it is a kernel of its own, since the stdlib
-  // kernels have no epilogue to fuse into yet). The host launches it when its `where` clause holds
-  // at run time and the generic product kernel otherwise.
+  // Route a product of bf16 or f16 matrices to the stdlib gemm tile: with the elementwise work
+  // after it as the epilogue of a generated kernel (graph/epilogue.h) when the kernel tier spells
+  // all of it, else to the stdlib kernel that computes the product alone (the work after it is a
+  // kernel of its own). The host launches it when its `where` clause holds at run time and the
+  // generic product kernel (with the same epilogue) otherwise.
   bool stdlib_gemm = true;
   // Route nn's attention pattern to the stdlib attention kernel (`attention_d64_bf16`,
   // `attention_d128_bf16`) when its sizes are constants its `where` clause holds for (it has no
   // fallback kernel); otherwise attention is its parts.
   bool stdlib_attention = true;
+  // Products (by node index) whose epilogue kernel the target cannot hold (the driver tried to
+  // synthesize it), with the reason: they run alone on their stdlib kernel.
+  std::map<std::uint32_t, std::string> plain_products;
 };
 
 // Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.

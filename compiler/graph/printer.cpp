@@ -4,6 +4,7 @@
 
 #include "base/overloaded.h"
 #include "core/type_printer.h"
+#include "graph/epilogue.h"
 #include "graph/graph.h"
 #include "weft/numerics.h"
 
@@ -323,6 +324,8 @@ class Printer {
       for (NodeId id : buffer.holds) out << " " << Ref(id);
       out << "\n";
     }
+    std::string generated = EpilogueSources(g_, plan_);
+    if (!generated.empty()) out << "generated kernels:\n" << generated;
     return out.str();
   }
 

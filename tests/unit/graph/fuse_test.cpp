@@ -1,8 +1,8 @@
 // graph::Fuse on checked programs: products of bf16/f16 matrices go to the stdlib gemm kernel that
-// computes them (or say why none does); with FuseOptions::stdlib_attention nn's attention becomes
-// one stdlib attention kernel, without it (what `weft build` does today) it is its parts. And the
-// buffer plan never gives a group's output the buffer of a value the group reads, nor two live
-// values one buffer.
+// computes them, with their epilogue in a generated kernel of the same tile (or say why none does); with
+// FuseOptions::stdlib_attention nn's attention becomes one stdlib attention kernel, without it (what `weft build` does
+// today) it is its parts. And the buffer plan never gives a group's output the buffer of a value the group reads, nor
+// two live values one buffer.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -72,7 +72,7 @@ TEST_CASE("nn's attention at head dim 64 is one stdlib attention kernel", "[grap
 
 TEST_CASE("without the stdlib kernels attention is its parts", "[graph]") {
   auto p = Build(kAttention);
-  Plan plan = Fuse(p->graph, FuseOptions{true, false});
+  Plan plan = Fuse(p->graph, FuseOptions{.stdlib_gemm = true, .stdlib_attention = false, .plain_products = {}});
   CHECK(Count(plan, GroupKind::Attention) == 0);
   CHECK(Count(plan, GroupKind::Gemm) == 2);
   CHECK(Count(plan, GroupKind::Rows) == 1);
@@ -120,17 +120,18 @@ TEST_CASE("products choose the stdlib gemm that computes them and the generic on
   std::vector<const Group*> gemms;
   for (const Group& g : plan.groups)
     if (g.kind == GroupKind::Gemm) gemms.push_back(&g);
-  CHECK(gemms[0]->kernel == "gemm_bf16_bf16");  // `@` of bf16 rounds to bf16 as it stores
-  CHECK(gemms[0]->nodes.size() == 1);           // the bias and the ReLU are a kernel after it
-  CHECK(gemms[1]->kernel == "gemm_bf16_nt");    // b read through a transpose
+  // `@` of bf16 with its bias and ReLU: the stdlib tile with a generated epilogue (epilogue.h)
+  CHECK(gemms[0]->kernel.rfind("gemm_epilogue_", 0) == 0);
+  CHECK(gemms[0]->epilogue);
+  CHECK(gemms[0]->nodes.size() == 3);         // @, +, maximum
+  CHECK(gemms[1]->kernel == "gemm_bf16_nt");  // b read through a transpose, nothing after it
   CHECK(gemms[1]->nodes.size() == 2);
   CHECK(gemms[2]->kernel.empty());  // f32: the generic product, with its epilogue
   CHECK(gemms[2]->nodes.size() == 3);
   CHECK(gemms[2]->why == "no stdlib gemm takes f32 operands");
-  REQUIRE(Count(plan, GroupKind::Elementwise) == 1);
-  CHECK(First(plan, GroupKind::Elementwise)->nodes.size() == 2);  // +, maximum
+  CHECK(Count(plan, GroupKind::Elementwise) == 0);
   // Without the stdlib kernels the first product takes its epilogue.
-  Plan plain = Fuse(p->graph, FuseOptions{false, false});
+  Plan plain = Fuse(p->graph, FuseOptions{.stdlib_gemm = false, .stdlib_attention = false, .plain_products = {}});
   REQUIRE(Count(plain, GroupKind::Gemm) == 3);
   CHECK(Count(plain, GroupKind::Elementwise) == 0);
   for (const Group& g : plain.groups) CHECK(g.kernel.empty());
