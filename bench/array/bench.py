@@ -4,10 +4,11 @@
 
   bench.py DIR
 
-DIR holds the executables chain.sm_90a and norms.sm_90a (tests/gpu/prepare-carry --bench). Each
+DIR holds the executables chain.sm_90a, norms.sm_90a and epilogue.sm_90a (tests/gpu/prepare-carry
+--bench). Each
 prints the milliseconds of three timed runs (GPU events; the best is reported). PyTorch is measured
 as ../shared/bench/anchors.py measures (triton.testing.do_bench, median): the copy bandwidth of 1 GiB
-(y.copy_(x)), torch.softmax, F.layer_norm and F.rms_norm over [16384, 4096] bf16. Prints one table
+(y.copy_(x)), torch.softmax, F.layer_norm and F.rms_norm over [16384, 4096] bf16, torch.matmul and F.relu(torch.addmm(b, x, w)) at 4096^3 bf16. Prints one table
 and writes it to $OUT/array.md when OUT is set.
 """
 import os
@@ -62,6 +63,26 @@ def main():
         theirs = do_bench(fn, warmup=25, rep=200, return_mode="median")
         rows.append((f"{name} [16384, 4096] bf16", f"{ours * 1e3:.0f} us", f"{nbytes / ours / 1e6:.0f} GB/s",
                      f"PyTorch {theirs * 1e3:.0f} us", f"{theirs / ours:.2f}"))
+
+    # A product alone and with its epilogue fused (epilogue.weft), beside cuBLAS (torch.matmul,
+    # and addmm + relu: cuBLAS's bias epilogue, then PyTorch's ReLU kernel).
+    epilogue_exe = os.path.join(folder, f"epilogue.{target}")
+    if os.path.exists(epilogue_exe):
+        times = run(epilogue_exe)
+        n = 4096
+        x = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) - 0.5
+        w = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) - 0.5
+        b = torch.rand(n, device="cuda", dtype=torch.bfloat16) - 0.5
+        flop = 2 * n ** 3
+        anchors = [
+            ("x @ w, 4096^3 bf16", lambda: torch.matmul(x, w), "torch.matmul"),
+            ("maximum (x @ w + b) 0.0, 4096^3 bf16", lambda: F.relu(torch.addmm(b, x, w)), "relu(addmm)"),
+        ]
+        for i, (name, fn, anchor) in enumerate(anchors):
+            ours = min(times[3 * i:3 * i + 3])
+            theirs = do_bench(fn, warmup=25, rep=200, return_mode="median")
+            rows.append((name, f"{ours * 1e3:.0f} us", f"{flop / ours / 1e9:.0f} TFLOP/s",
+                         f"{anchor} {theirs * 1e3:.0f} us", f"{theirs / ours:.2f}"))
 
     head = ("| kernel | weft | weft bandwidth | anchor | ratio (>= 1: weft at or above) |\n"
             "|---|---|---|---|---|")

@@ -92,6 +92,7 @@ class Lowering {
   void LowerHost(graph::NodeId id);
   void LowerCall(const graph::Group& group);
   void LowerArray(std::size_t index);
+  const HTensor& Buffer(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
   void LowerStdlibAttention(std::size_t index);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
@@ -614,11 +615,8 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
   if (epilogue)
     for (graph::NodeId x : epilogue->inputs) inputs.push_back(&TensorOf(x));
-  HTensor out;
-  out.dtype = root.dtype;
-  for (const Dim& d : root.shape) out.dims.push_back(DimValue(d, root.span));
-  out.handle = Out(root.dtype, out.dims);
-  values_[group.nodes.back().index] = out;
+  // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
+  HTensor out = Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
   auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
@@ -690,15 +688,31 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
   if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention group without its scores' product");
   graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
   std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
-  HTensor out;
-  out.dtype = root.dtype;
-  for (const Dim& d : root.shape) out.dims.push_back(DimValue(d, root.span));
-  out.handle = Out(root.dtype, out.dims);
-  values_[group.nodes.back().index] = out;
+  HTensor out = Buffer(group.nodes.back());  // the kernel writes every element
   LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(0))}, out, KernelSizes(out_.kernels[use].kernel, inputs));
 }
 
 // ---- Array kernels (codegen/array.h) ----
+
+// The plan's buffer for value `id`, which a kernel writes whole (docs/graph.md, "Buffers"): the
+// memory of the value it held before, which is dead by now, and no zero fill.
+const HTensor& Lowering::Buffer(graph::NodeId id) {
+  const graph::Node& n = g_.Get(id);
+  HTensor t;
+  t.dtype = n.dtype;
+  for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
+  llvm::Value* reuse = llvm::ConstantPointerNull::get(b_.getPtrTy());
+  if (std::int64_t b = plan_.buffer_of[id.index]; b >= 0) {
+    const std::vector<graph::NodeId>& holds = plan_.buffers[static_cast<std::size_t>(b)].holds;
+    for (std::size_t h = 1; h < holds.size(); ++h)
+      if (holds[h] == id && values_[holds[h - 1].index]) reuse = values_[holds[h - 1].index]->handle;
+  }
+  t.handle = b_.CreateCall(Runtime("weft_program_buffer", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
+                           {I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
+                            Array(b_.getInt64Ty(), t.dims), reuse});
+  values_[id.index] = std::move(t);
+  return *values_[id.index];
+}
 
 void Lowering::LowerArray(std::size_t index) {
   const graph::Group& group = plan_.groups[index];
@@ -720,23 +734,7 @@ void Lowering::LowerArray(std::size_t index) {
       tensors.push_back(values_[id.index]->handle);
       continue;
     }
-    const graph::Node& n = g_.Get(id);
-    HTensor t;
-    t.dtype = n.dtype;
-    for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
-    // The plan's buffer (docs/graph.md, "Buffers"): the memory of the value it held before, which
-    // is dead by now; the kernel writes every element, so no zero fill.
-    llvm::Value* reuse = llvm::ConstantPointerNull::get(b_.getPtrTy());
-    if (std::int64_t b = plan_.buffer_of[id.index]; b >= 0) {
-      const std::vector<graph::NodeId>& holds = plan_.buffers[static_cast<std::size_t>(b)].holds;
-      for (std::size_t h = 1; h < holds.size(); ++h)
-        if (holds[h] == id && values_[holds[h - 1].index]) reuse = values_[holds[h - 1].index]->handle;
-    }
-    t.handle = b_.CreateCall(Runtime("weft_program_buffer", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
-                             {I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
-                              Array(b_.getInt64Ty(), t.dims), reuse});
-    tensors.push_back(t.handle);
-    values_[id.index] = std::move(t);
+    tensors.push_back(Buffer(id).handle);
   }
   std::vector<llvm::Value*> sizes;
   for (SizeVarId v : array->sizes) sizes.push_back(Size(v, root.span));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -177,6 +178,7 @@ Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, 
   Epilogues out;
   auto graph = graph::Build(module, vars, main);
   if (!graph) return out;
+  std::map<std::string, std::string> tried;  // per kernel text: why it failed, or empty
   for (;;) {
     graph::Plan plan = graph::Fuse(*graph, out.fuse);
     bool again = false;
@@ -184,7 +186,9 @@ Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, 
       if (!group.epilogue) continue;
       auto epilogue = graph::EpilogueKernel(*graph, group.nodes, group.kernel);
       std::string why = epilogue ? std::string() : "no kernel";
-      if (epilogue) {
+      if (auto seen = epilogue ? tried.find(epilogue->source) : tried.end(); seen != tried.end()) {
+        why = seen->second;
+      } else if (epilogue) {
         SourceManager sources;
         Diagnostics quiet;
         FileId id = sources.Add("<" + group.kernel + ">", epilogue->source);
@@ -199,6 +203,7 @@ Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, 
           why = "its epilogue kernel does not fit the tile on " + std::string(synth::Spelling(target)) + ": " +
                 plan.error().front().message;
         }
+        tried[epilogue->source] = why;
       }
       if (why.empty()) continue;
       for (graph::NodeId id : group.nodes)

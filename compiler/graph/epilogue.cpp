@@ -69,6 +69,7 @@ class Writer {
     if (!IsTileFloat(root.dtype))
       return Fail(why, "its result is " + Dt(root.dtype) + ", which the tile does not store");
     if (!(root.shape == space_)) return Fail(why, "its result has another shape than the product");
+    Value(product_);  // v0
     for (NodeId id : nodes_) {
       if (id == product_ || id == b_view_) continue;
       if (!Line(id, why)) return std::nullopt;
@@ -141,9 +142,16 @@ class Writer {
            (shape.size() == 2 && shape[0] == Dim::Constant(1) && shape[1] == space_[1]);
   }
 
+  // The name of a value of the epilogue: v0 the product, then v1, v2 ... in program order, so that
+  // two epilogues of the same work are the same text (one kernel, EpilogueSources).
+  std::string Value(NodeId id) {
+    auto [it, fresh] = values_.emplace(id.index, "v" + std::to_string(values_.size()));
+    return it->second;
+  }
+
   // The text of operand `id` (a value of the epilogue, a literal, or a tile of an input).
   std::optional<std::string> Operand(NodeId id, std::string& why) {
-    if (inside_.count(id.index)) return "v" + std::to_string(id.index);
+    if (inside_.count(id.index)) return Value(id);
     const Node& n = g_.Get(id);
     if (n.kind == Kind::Constant) {
       auto literal = Literal(n);
@@ -216,7 +224,7 @@ class Writer {
     } else {
       return Refuse(why, "a `" + std::string(Spelling(n.kind)) + "` node in the kernel tier");
     }
-    lines_.push_back("  let v" + std::to_string(id.index) + " = " + expr + " in\n");
+    lines_.push_back("  let " + Value(id) + " = " + expr + " in\n");
     return true;
   }
 
@@ -238,10 +246,9 @@ class Writer {
     s += "    mma (regs (shared (tile a [128, 64] (i, kk)))) ";
     s += nt ? "(regs (transpose (shared (tile b [256, 64] (j, kk)))))" : "(regs (shared (tile b [64, 256] (kk, j))))";
     s += " acc\n  in\n";
-    s += "  let v" + std::to_string(product_.index) + " = " +
-         (mm.dtype == Dtype::F32 ? std::string("acc") : "cast " + Dt(mm.dtype) + " acc") + " in\n";
+    s += "  let v0 = " + (mm.dtype == Dtype::F32 ? std::string("acc") : "cast " + Dt(mm.dtype) + " acc") + " in\n";
     for (const std::string& line : lines_) s += line;
-    s += "  store (tile c [128, 256] (i, j)) v" + std::to_string(nodes_.back().index) + "\n";
+    s += "  store (tile c [128, 256] (i, j)) " + values_.at(nodes_.back().index) + "\n";
     return s;
   }
 
@@ -257,6 +264,7 @@ class Writer {
   std::vector<NodeId> inputs_;
   int matrices_ = 0;
   std::vector<std::string> lines_;
+  std::map<std::uint32_t, std::string> values_;
 };
 
 }  // namespace
@@ -275,8 +283,9 @@ std::string EpilogueName(std::size_t kernel) {
 
 std::string EpilogueSources(const Graph& graph, const Plan& plan) {
   std::string out;
+  std::set<std::string> written;  // groups of the same work share a kernel (fuse.cpp)
   for (const Group& group : plan.groups) {
-    if (!group.epilogue) continue;
+    if (!group.epilogue || !written.insert(group.kernel).second) continue;
     if (auto e = EpilogueKernel(graph, group.nodes, group.kernel)) out += e->source + "\n";
   }
   return out;

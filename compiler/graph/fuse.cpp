@@ -61,9 +61,15 @@ class Fuser {
     if (options_.stdlib_attention) MatchAttention();
     Group();
     Order();
-    std::size_t kernel = 0;  // named after the kernel's number (`k3` runs gemm_epilogue_3)
+    // Epilogue kernels are named after the first kernel number that runs them (`k3` runs
+    // gemm_epilogue_3); groups of the same work (the same kernel text) share one.
+    std::size_t kernel = 0;
+    std::map<std::string, std::string> by_text;
     for (graph::Group& group : plan_.groups) {
-      if (group.epilogue) group.kernel = EpilogueName(kernel);
+      if (group.epilogue) {
+        auto e = EpilogueKernel(g_, group.nodes, "");
+        group.kernel = by_text.emplace(e ? e->source : "", EpilogueName(kernel)).first->second;
+      }
       kernel += group.kind == GroupKind::Host ? 0 : 1;
     }
     Connect();
