@@ -714,8 +714,29 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   // Every thread's earlier reads of the buffer this copy overwrites are done (a ring of one stage).
   if (!iterations_.empty() && !prefetch) Barrier();
   llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
-  for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
-    if (prefetch && v * prefetch->parts / Flat(copy).values != prefetch->part) continue;
+  // A tile smaller than the block's vectors (a [1, 256] bias) is held by several threads at once:
+  // only the element's owner (the smallest such thread) copies it, so no two threads write one
+  // shared address.
+  const FlatTv& flat = Flat(copy);
+  std::unordered_map<std::int64_t, std::int64_t> owner;  // element -> the smallest thread holding it
+  for (std::int64_t t = 0; t < flat.threads; ++t)
+    for (std::int64_t v = 0; v < flat.values; ++v)
+      owner.emplace(flat.index[static_cast<std::size_t>(t + flat.threads * v)], t);
+  for (std::int64_t v = 0; v < flat.values; ++v) {
+    if (prefetch && v * prefetch->parts / flat.values != prefetch->part) continue;
+    std::vector<std::int64_t> owns(static_cast<std::size_t>(flat.threads));
+    bool replicated = false;
+    for (std::int64_t t = 0; t < flat.threads; ++t) {
+      owns[static_cast<std::size_t>(t)] = owner.at(flat.index[static_cast<std::size_t>(t + flat.threads * v)]) == t;
+      replicated = replicated || owns[static_cast<std::size_t>(t)] == 0;
+    }
+    llvm::BasicBlock* join = nullptr;
+    if (replicated) {
+      llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "copy.owner", fn_);
+      join = llvm::BasicBlock::Create(ctx_, "copy.all", fn_);
+      b_.CreateCondBr(b_.CreateICmpNE(ThreadTable(owns), I32(0)), body, join);
+      b_.SetInsertPoint(body);
+    }
     auto [row, col] = TvElement(copy, v);
     llvm::Value* saddr = b_.CreateGEP(b_.getInt8Ty(), smem_, CopyAddress(dst, copy, v, base, e));
     llvm::Value* goff =
@@ -725,6 +746,10 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
     // A prefetch past the loop's last iteration reads nothing and fills zeros (source size 0).
     hopper::CpAsync16(b_, SharedAddress(saddr), gaddr,
                       prefetch ? b_.CreateSelect(prefetch->live, I32(16), I32(0)) : nullptr);
+    if (join) {
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+    }
   }
   if (prefetch) return;  // the loop commits and waits per stage
   Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
