@@ -35,6 +35,7 @@
 #include <optional>
 #include <set>
 
+#include "base/stack.h"
 #include "codegen/dims.h"
 #include "codegen/f8.h"
 #include "codegen/libdevice.h"
@@ -54,6 +55,7 @@ constexpr int kThreads = 256;            // elementwise, scan, gather, concat an
 constexpr int kTile = 64;                // a product block's output tile is kTile x kTile
 constexpr int kTileK = 16;               // ... and it steps over k by kTileK
 constexpr int kUnroll = 4;               // an elementwise thread's vector units in flight
+constexpr int kMaxDepth = 100000;        // Emit's recursion, on RunWithDeepStack's stack
 
 // Why a group has no kernel: one line for the driver (E0800).
 struct Unsupported {
@@ -490,7 +492,11 @@ class ArrayEmitter {
     Key key{id.index, {}};
     for (const Coord& x : c) key.second.emplace_back(x.v, x.lanes);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    // The evaluator recurses once per operand (EmitArrayKernel gives it a large stack): a chain
+    // longer than kMaxDepth (an unrolled loop of many iterations fused whole) is refused.
+    if (++depth_ > kMaxDepth) Refuse("a chain of more than " + std::to_string(kMaxDepth) + " operations in one kernel");
     Val v = Compute(id, c);
+    --depth_;
     cache_[key] = v;
     return v;
   }
@@ -1719,6 +1725,7 @@ class ArrayEmitter {
   std::map<std::uint32_t, llvm::Value*> current_;  // per-row results, the scan / product element
   Coords current_coords_;                          // where the scan / product element is
   std::size_t width_ = 1;                          // lanes of the vector path (1: scalar)
+  int depth_ = 0;                                  // Emit's recursion
   std::vector<Dim> aligned_;                       // dims the vector path needs multiples of width_
   llvm::Value* row_ = nullptr;
   llvm::Value* n_ = nullptr;
@@ -1766,9 +1773,10 @@ bool HasArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::siz
   return true;
 }
 
-Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::size_t group,
-                                                 synth::Target target, const SourceManager& sources) {
-  (void)sources;
+namespace {
+
+Result<ArrayKernel, std::string> EmitOnThisStack(const graph::Graph& graph, const graph::Plan& plan, std::size_t group,
+                                                 synth::Target target) {
   llvm::TargetMachine* tm = NvptxMachine(target);
   if (!tm) return std::string("no NVPTX target in this LLVM");
   llvm::LLVMContext ctx;
@@ -1799,6 +1807,17 @@ Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, cons
   }
   if (!EmitPtx(module, target, out.device.ptx)) return std::string("cannot emit PTX");
   return out;
+}
+
+}  // namespace
+
+Result<ArrayKernel, std::string> EmitArrayKernel(const graph::Graph& graph, const graph::Plan& plan, std::size_t group,
+                                                 synth::Target target, const SourceManager& sources) {
+  (void)sources;
+  // The evaluator recurses along chains of operations, which an unrolled `loop` makes long.
+  std::optional<Result<ArrayKernel, std::string>> out;
+  RunWithDeepStack([&] { out.emplace(EmitOnThisStack(graph, plan, group, target)); });
+  return std::move(*out);
 }
 
 }  // namespace weft::codegen

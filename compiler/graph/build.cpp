@@ -87,8 +87,10 @@ Dim Checked(core::Result<Dim> dim) {
   return *dim;
 }
 
-// `loop`s in `main` are unrolled at compile time up to this many iterations.
+// `loop`s in `main` are unrolled at compile time up to this many iterations, and this many nodes
+// in all (a fused chain's kernel takes LLVM time in proportion).
 constexpr std::int64_t kMaxUnroll = 10000;
+constexpr std::size_t kMaxUnrolledNodes = 20000;
 // A tensor literal in `main` is elementwise work of one `select` per element along its leading
 // axis (Stack), computed per element read: up to this many elements.
 constexpr std::size_t kMaxLiteral = 256;
@@ -563,7 +565,12 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
               return refuse_array("`loop` of " + std::to_string(*count) + " iterations (`main`'s loops are unrolled, " +
                                   "up to " + std::to_string(kMaxUnroll) + " iterations)");
             std::shared_ptr<const GEnv> saved = frame.env;
+            std::size_t first = g_.nodes.size();
             for (std::int64_t i = 0; i < *count; ++i) {
+              if (g_.nodes.size() - first > kMaxUnrolledNodes)
+                return refuse_array("`loop` of " + std::to_string(*count) + " iterations, which unrolls to more than " +
+                                    std::to_string(kMaxUnrolledNodes) + " operations (by iteration " +
+                                    std::to_string(i) + ")");
               frame.env = saved;
               Bind(loop.state, state, frame);
               NodeId counter = Constant(Dtype::I64, static_cast<std::uint64_t>(i), e.span);
