@@ -208,6 +208,7 @@ class Builder {
   }
   std::vector<Dim> Broadcast(const std::vector<NodeId>& operands) const;
   std::optional<std::int64_t> ConstantInt(NodeId id) const;
+  std::optional<bool> ConstantBool(NodeId id) const;
   NodeId Stack(Dtype dtype, const std::vector<Dim>& shape, const std::vector<NodeId>& elements, Span span);
   static std::uint64_t IntLitBits(const ce::IntLit& lit, Dtype d);
   static std::uint64_t FloatLitBits(const ce::FloatLit& lit, Dtype d);
@@ -487,8 +488,8 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             // computed and `select` picks elementwise, which means the same when neither branch
             // has an effect or can fail (only elementwise work, which is total).
             NodeId condition = NodeOf(Eval(branch.condition, frame), e.span);
-            if (Get(condition).kind == Kind::Constant) {
-              return Eval(Get(condition).bits ? branch.then_branch : branch.else_branch, frame);
+            if (std::optional<bool> known = ConstantBool(condition)) {
+              return Eval(*known ? branch.then_branch : branch.else_branch, frame);
             }
             std::size_t first = g_.nodes.size();
             NodeId a = NodeOf(Eval(branch.then_branch, frame), e.span);
@@ -738,6 +739,34 @@ NodeId Builder::Stack(Dtype dtype, const std::vector<Dim>& shape, const std::vec
     value = Add(std::move(select));
   }
   return value;
+}
+
+// The value of a rank-0 bool node known at compile time: a literal, a comparison of ConstantInts
+// (an unrolled loop's counter: `if i == 0 then ..`), `&&` and `||` of such; else nullopt.
+std::optional<bool> Builder::ConstantBool(NodeId id) const {
+  const Node& n = Get(id);
+  if (!n.shape.empty() || n.dtype != Dtype::Bool) return std::nullopt;
+  if (n.kind == Kind::Constant) return (n.bits & 1) != 0;
+  if (n.kind != Kind::Map || n.args.size() != 2) return std::nullopt;
+  if (n.fn == "&&" || n.fn == "||") {
+    std::optional<bool> a = ConstantBool(n.args[0]), b = ConstantBool(n.args[1]);
+    if (!a || !b) return std::nullopt;
+    return n.fn == "&&" ? (*a && *b) : (*a || *b);
+  }
+  Dtype d = Get(n.args[0]).dtype;
+  std::optional<std::int64_t> a = ConstantInt(n.args[0]), b = ConstantInt(n.args[1]);
+  if (!a || !b || Get(n.args[1]).dtype != d) return std::nullopt;
+  bool is_signed = runtime::IsSignedDtype(d);
+  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  bool less = is_signed ? *a < *b : u(*a) < u(*b);
+  bool greater = is_signed ? *a > *b : u(*a) > u(*b);
+  if (n.fn == "==") return *a == *b;
+  if (n.fn == "!=") return *a != *b;
+  if (n.fn == "<") return less;
+  if (n.fn == "<=") return !greater;
+  if (n.fn == ">") return greater;
+  if (n.fn == ">=") return !less;
+  return std::nullopt;
 }
 
 // NumPy's broadcasting over the operands' shapes: aligned on the right, a literal 1 stretches. The
