@@ -1,0 +1,443 @@
+// compiler/schedule: the dependence graphs of the stdlib's pipelines, the modulo scheduler's answers
+// (checked against the constraints it promises, not against its own code), the barrier protocols'
+// deadlock check over every stdlib kernel on both targets and on deliberately broken protocols, and
+// the cost model.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "check/check.h"
+#include "schedule/schedule.h"
+#include "solver/optimize.h"
+#include "syntax/parser.h"
+#include "synth/synthesize.h"
+#include "tile/lower.h"
+
+namespace weft::schedule {
+namespace {
+
+// Every kernel of a source file, lowered and synthesized for a target.
+struct Compiled {
+  SourceManager sources;
+  std::vector<tile::Kernel> kernels;
+  std::vector<synth::Plan> plans;
+};
+
+std::unique_ptr<Compiled> Compile(const std::string& file, synth::Target target) {
+  auto out = std::make_unique<Compiled>();
+  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  Diagnostics diagnostics;
+  FileId id = out->sources.Add(file, text.str());
+  syntax::Ast ast = syntax::Parse(out->sources, id, diagnostics);
+  check::CheckOptions options;
+  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
+  check::CheckResult result = check::Check(out->sources, ast, diagnostics, options);
+  REQUIRE_FALSE(diagnostics.has_errors());
+  for (const core::Def& def : result.module.defs()) {
+    if (!tile::IsKernel(def) || def.span.file != id) continue;
+    auto kernel = tile::Lower(result.module, result.vars, def);
+    if (!kernel) continue;
+    auto plan = synth::Synthesize(*kernel, target);
+    if (!plan) continue;
+    out->kernels.push_back(*kernel);
+    out->plans.push_back(*plan);
+  }
+  return out;
+}
+
+// Compiled once per test run (synthesizing stdlib/gemm.weft for sm_80 takes seconds).
+const Compiled* Cached(const std::string& file, synth::Target target) {
+  static std::map<std::pair<std::string, synth::Target>, std::unique_ptr<Compiled>> cache;
+  auto& slot = cache[{file, target}];
+  if (!slot) slot = Compile(file, target);
+  return slot.get();
+}
+
+std::size_t Find(const Compiled& c, const std::string& name) {
+  for (std::size_t i = 0; i < c.kernels.size(); ++i)
+    if (c.kernels[i].name == name) return i;
+  FAIL("no kernel " << name);
+  return 0;
+}
+
+const Node* NodeNamed(const Graph& g, const std::string& prefix) {
+  for (const Node& n : g.nodes)
+    if (n.name.rfind(prefix, 0) == 0) return &n;
+  return nullptr;
+}
+
+// The stdlib's kernel files, each kernel on both targets.
+std::vector<std::string> StdlibFiles() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/stdlib"))
+    if (entry.path().extension() == ".weft") files.push_back("stdlib/" + entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Instances as the scheduler splits them: a node's share for one of `consumers` warpgroups.
+std::int64_t Share(std::int64_t x, int copies) {
+  return (x + copies - 1) / copies;
+}
+
+// Answers bounded by Z3's resource limit, not by a loaded machine's clock.
+Options Deterministic() {
+  Options options;
+  options.time_limit_ms = 30000;
+  return options;
+}
+
+TEST_CASE("graph of gemm_bf16: two loads, one product, its accumulator carried, two slot releases") {
+  auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "gemm_bf16");
+  auto graphs = BuildGraphs(c->kernels[k], c->plans[k], H100());
+  REQUIRE(graphs.size() == 1);
+  const Graph& g = graphs[0];
+  REQUIRE(g.nodes.size() == 3);
+  const Node* a = NodeNamed(g, "load a");
+  const Node* b = NodeNamed(g, "load b");
+  const Node* mma = NodeNamed(g, "mma");
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(mma);
+  CHECK(a->bytes == 128 * 64 * 2);
+  CHECK(b->bytes == 64 * 256 * 2);
+  CHECK(mma->flops == 2 * 128 * 256 * 64);
+  CHECK(mma->async);  // wgmma
+  CHECK(mma->occupancy[static_cast<int>(Unit::kTensorCore)] == 2 * 128 * 256 * 64 / 4096);
+  CHECK_FALSE(a->splits);
+  int carried = 0, releases = 0, into_mma = 0;
+  for (const Edge& e : g.edges) {
+    if (e.distance == 1) {
+      ++carried;
+      CHECK(g.nodes[e.from].kind == NodeKind::kMma);
+      CHECK(e.from == e.to);
+    }
+    if (e.release) {
+      ++releases;
+      CHECK(g.nodes[e.to].kind == NodeKind::kLoad);
+    }
+    if (!e.release && e.distance == 0 && g.nodes[e.to].kind == NodeKind::kMma) ++into_mma;
+  }
+  CHECK(carried == 1);
+  CHECK(releases == 2);
+  CHECK(into_mma == 2);
+  CHECK(g.stage_bytes == a->bytes + b->bytes);
+  CHECK(g.plan_stages == c->plans[k].values[c->kernels[k].Get(g.nodes[0].ops[0]).results[0].index].stages);
+}
+
+TEST_CASE("graph of attention_d128: softmax on the SFU between the two products, carried m, l and acc") {
+  auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "attention_d128");
+  auto graphs = BuildGraphs(c->kernels[k], c->plans[k], H100());
+  REQUIRE(graphs.size() == 1);
+  const Graph& g = graphs[0];
+  int mmas = 0, loads = 0;
+  std::int64_t exps = 0;
+  for (const Node& n : g.nodes) {
+    mmas += n.kind == NodeKind::kMma;
+    loads += n.kind == NodeKind::kLoad;
+    exps += n.sfu_ops;
+  }
+  CHECK(mmas == 2);
+  CHECK(loads == 2);
+  // exp over the 128 x 64 scores, and over the 128 rows' corrections, each row's computed by the 4
+  // threads that hold it (the plan's broadcast layout: 4 per thread, 128 threads).
+  CHECK(exps == 128 * 64 + 4 * 128);
+  // The softmax (the cone of P, the second product's A operand) reads the first product and feeds
+  // the second; it carries m to itself.
+  const Node* softmax = NodeNamed(g, "operands of mma 2");
+  REQUIRE(softmax);
+  CHECK(softmax->sfu_ops == 128 * 64);
+  int self = static_cast<int>(softmax - g.nodes.data());
+  bool from_first = false, to_second = false, carries_m = false;
+  for (const Edge& e : g.edges) {
+    if (e.to == self && g.nodes[e.from].name == "mma 1" && e.distance == 0) from_first = true;
+    if (e.from == self && g.nodes[e.to].name == "mma 2" && e.distance == 0) to_second = true;
+    if (e.from == self && e.to == self && e.distance == 1) carries_m = true;
+  }
+  CHECK(from_first);
+  CHECK(to_second);
+  CHECK(carries_m);
+}
+
+// The constraints the scheduler promises, checked on its answer: dependences across iterations,
+// the tensor cores and each role busy at most once at any time modulo II, unit capacity per II,
+// shared memory and registers within the budgets.
+void CheckValid(const LoopSchedule& s, std::int64_t shared_budget) {
+  const Graph& g = s.graph;
+  REQUIRE(s.ii > 0);
+  int copies = s.from_solver && s.roles.size() > 1 ? s.consumers : 1;
+  auto time = [&](const Slot& x) { return x.stage * s.ii + x.offset; };
+  auto latency = [&](const Slot& x) {
+    const Node& n = g.nodes[x.node];
+    int k = n.splits ? copies : 1;
+    std::int64_t work =
+        n.kind == NodeKind::kVector ? n.issue : *std::max_element(n.occupancy.begin(), n.occupancy.end());
+    return n.latency - work + Share(work, k);
+  };
+  for (const Edge& e : g.edges) {
+    for (const Slot& a : s.slots) {
+      if (a.node != e.from) continue;
+      for (const Slot& b : s.slots) {
+        if (b.node != e.to) continue;
+        if (g.nodes[e.from].splits && g.nodes[e.to].splits && a.copy != b.copy) continue;
+        std::int64_t distance = e.release ? s.ring_stages : e.distance;
+        // Durations are rounded up to the scheduler's 32-cycle unit.
+        CHECK(time(b) + distance * s.ii - time(a) >= latency(a) - 31);
+      }
+    }
+  }
+  std::array<std::int64_t, kUnits> busy{};
+  for (const Slot& x : s.slots)
+    for (int u = 0; u < kUnits; ++u)
+      busy[u] += Share(g.nodes[x.node].occupancy[u], g.nodes[x.node].splits ? copies : 1);
+  for (int u = 0; u < kUnits; ++u) CHECK(busy[u] <= s.ii + 32 * static_cast<std::int64_t>(s.slots.size()));
+  std::int64_t tc = busy[static_cast<int>(Unit::kTensorCore)];
+  CHECK(s.ii >= tc);
+  // Tensor-core work of two instances never overlaps modulo II.
+  for (std::size_t i = 0; i < s.slots.size(); ++i)
+    for (std::size_t j = i + 1; j < s.slots.size(); ++j) {
+      const Slot& a = s.slots[i];
+      const Slot& b = s.slots[j];
+      std::int64_t da = Share(g.nodes[a.node].occupancy[1], g.nodes[a.node].splits ? copies : 1);
+      std::int64_t db = Share(g.nodes[b.node].occupancy[1], g.nodes[b.node].splits ? copies : 1);
+      if (da == 0 || db == 0) continue;
+      std::int64_t gap = ((b.offset - a.offset) % s.ii + s.ii) % s.ii;  // b's start after a's
+      CHECK((gap >= da - 31 && s.ii - gap >= db - 31));
+    }
+  for (const Role& r : s.roles) CHECK(r.busy <= s.ii);
+  CHECK(g.fixed_shared_bytes + s.ring_stages * g.stage_bytes <= shared_budget);
+  std::int64_t registers = 0;
+  for (const Role& r : s.roles) registers += 32 * r.warps * r.registers;
+  CHECK(registers <= 65536);
+}
+
+TEST_CASE("schedule of gemm_bf16 on sm_90a: a producer warp, two consumer warpgroups, proved optimal") {
+  auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "gemm_bf16");
+  Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
+  REQUIRE(s.loops.size() == 1);
+  const LoopSchedule& l = s.loops[0];
+  CHECK(l.from_solver);
+  CHECK(l.optimal);
+  CHECK(l.producer);
+  CHECK(l.consumers == 2);  // 128 x 256 f32 accumulators: one warpgroup alone would need 256+ registers
+  // The bound: 48 KB a k-step through the copy engine (40 B/cycle) against 1024 tensor-core cycles.
+  CHECK(l.ii >= (48 * 1024 + 39) / 40);
+  CHECK(l.ii < (48 * 1024 + 39) / 40 + 32);
+  CHECK(l.bound == "copy engine");
+  CHECK(l.ring_stages >= 2);
+  CHECK(l.check.deadlock_free);
+  CHECK(l.default_check.deadlock_free);
+  CheckValid(l, 227 * 1024);
+  for (const Slot& slot : l.slots)
+    if (l.graph.nodes[slot.node].kind == NodeKind::kLoad) CHECK(slot.role == 0);  // the producer issues
+}
+
+TEST_CASE("schedule of attention_d128 on sm_90a has FlashAttention-3's structure") {
+  auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "attention_d128");
+  Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
+  REQUIRE(s.loops.size() == 1);
+  const LoopSchedule& l = s.loops[0];
+  CHECK(l.from_solver);
+  CHECK(l.producer);        // a producer warp for TMA
+  CHECK(l.consumers == 2);  // two consumer warpgroups
+  CHECK(l.ping_pong);       // one's softmax overlaps the other's wgmma
+  CHECK(l.ii == 1024);      // both products of a 128 x 64 block on the tensor cores: 2 * 512 cycles
+  CHECK(l.bound == "tensor cores");
+  CHECK(l.optimal);
+  CHECK(l.ii < l.default_ii);
+  CHECK(l.roles[0].registers == 24);
+  CHECK(l.roles[1].registers == 240);
+  CHECK(l.protocol.name == "warp-specialized");
+  CHECK(l.check.deadlock_free);
+  CheckValid(l, 227 * 1024);
+}
+
+TEST_CASE("schedule: without an answer in the time limit, today's schedule and a note") {
+  auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "attention_d128");
+  Options options;
+  options.time_limit_ms = 0;
+  Schedule s = Build(c->kernels[k], c->plans[k], options);
+  REQUIRE(s.loops.size() == 1);
+  const LoopSchedule& l = s.loops[0];
+  CHECK_FALSE(l.from_solver);
+  CHECK_FALSE(l.optimal);
+  CHECK_FALSE(l.producer);
+  CHECK(l.ring_stages == l.graph.plan_stages);
+  CHECK(l.ii == l.default_ii);
+  REQUIRE(l.notes.size() == 1);
+  CHECK(l.notes[0].find("today's schedule (the default) is used") != std::string::npos);
+  CHECK(l.protocol.name == "today's sm_90a TMA ring");
+  CHECK(Print(s, false).find("today's schedule") != std::string::npos);
+}
+
+TEST_CASE("barrier protocols of every stdlib kernel on both targets cannot deadlock") {
+  int checked = 0;
+  // Kernels with the same ring have the same protocols (a stage's bytes are armed and completed
+  // whole, so their number changes no interleaving): each is searched once.
+  std::map<std::tuple<std::string, int, int, bool>, ProtocolCheck> searched;
+  auto check = [&](const Protocol& p, int consumers, bool ping_pong) {
+    auto key = std::tuple(p.name, p.slots, consumers, ping_pong);
+    auto it = searched.find(key);
+    if (it == searched.end()) it = searched.emplace(key, CheckProtocol(p)).first;
+    return it->second;
+  };
+  for (const std::string& file : StdlibFiles()) {
+    for (auto target : {synth::Target::Sm80, synth::Target::Sm90a}) {
+      auto c = Cached(file, target);
+      for (std::size_t k = 0; k < c->kernels.size(); ++k) {
+        for (const Graph& g : BuildGraphs(c->kernels[k], c->plans[k], H100())) {
+          INFO(file << " " << c->kernels[k].name << " " << synth::Spelling(target));
+          int slots = g.plan_stages;
+          Protocol today = target == synth::Target::Sm90a ? TmaRingProtocol(slots, 2 * slots + 1, g.stage_bytes)
+                                                          : CpAsyncRingProtocol(slots, 2 * slots + 1);
+          ProtocolCheck r = check(today, 0, false);
+          CHECK(r.deadlock_free);
+          CHECK(r.complete);
+          CHECK(r.states > 2 * slots);
+          for (int consumers : {1, 2})
+            for (bool ping_pong : {false, true}) {
+              if (ping_pong && consumers == 1) continue;
+              ProtocolCheck w =
+                  check(WarpSpecializedProtocol(slots, 2 * slots + 1, consumers, ping_pong, g.stage_bytes), consumers,
+                        ping_pong);
+              CHECK(w.deadlock_free);
+              CHECK(w.complete);
+            }
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked >= 20);  // gemm's 7 and attention's 4 kernels, on two targets
+}
+
+TEST_CASE("barrier check: a missing arrive deadlocks and names the waits") {
+  Protocol p = WarpSpecializedProtocol(2, 5, 2, false, 32768);
+  // Consumer warpgroup 1 forgets to release slot 0 after iteration 0.
+  auto& program = p.roles[2].program;
+  auto it = std::find_if(program.begin(), program.end(),
+                         [](const Action& a) { return a.kind == Action::kArrive && a.iteration == 0; });
+  REQUIRE(it != program.end());
+  program.erase(it);
+  ProtocolCheck r = CheckProtocol(p);
+  CHECK_FALSE(r.deadlock_free);
+  REQUIRE_FALSE(r.blocked.empty());
+  CHECK(r.blocked[0] == "producer warp: wait empty[0] parity 0 (iteration 2)");
+  CHECK(r.ToString().rfind("deadlock: producer warp: wait empty[0]", 0) == 0);
+}
+
+TEST_CASE("barrier check: a wrong parity deadlocks at the first wait") {
+  Protocol p = WarpSpecializedProtocol(3, 7, 1, false, 16384);
+  // The producer's first wait on an empty slot without the flipped parity: it waits for a release
+  // that needs the copy it has not issued.
+  p.roles[0].program[0].parity ^= 1;
+  ProtocolCheck r = CheckProtocol(p);
+  CHECK_FALSE(r.deadlock_free);
+  REQUIRE(r.blocked.size() == 2);
+  CHECK(r.blocked[0] == "producer warp: wait empty[0] parity 0 (iteration 0)");
+  CHECK(r.blocked[1] == "consumer warpgroup 0: wait full[0] parity 0 (iteration 0)");
+}
+
+TEST_CASE("barrier check: today's ring without thread 0's block barrier deadlocks") {
+  Protocol p = TmaRingProtocol(4, 9, 49152);
+  auto& program = p.roles[0].program;
+  auto it = std::find_if(program.begin(), program.end(),
+                         [](const Action& a) { return a.kind == Action::kBarSync && a.iteration == 3; });
+  REQUIRE(it != program.end());
+  program.erase(it);
+  ProtocolCheck r = CheckProtocol(p);
+  CHECK_FALSE(r.deadlock_free);
+  bool other_threads_stuck = false;
+  for (const std::string& b : r.blocked) other_threads_stuck |= b.rfind("other threads: bar.sync", 0) == 0;
+  CHECK(other_threads_stuck);
+}
+
+TEST_CASE("barrier check: one slot in today's ring cannot work (the copy comes after the wait)") {
+  ProtocolCheck r = CheckProtocol(TmaRingProtocol(1, 3, 1024));
+  CHECK_FALSE(r.deadlock_free);
+  CHECK(r.blocked[0] == "thread 0: wait full[0] parity 0 (iteration 0)");
+}
+
+TEST_CASE("cost model of gemm_bf16 at 4096 cubed: between the peak and ten times it") {
+  auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "gemm_bf16");
+  Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
+  REQUIRE(s.prediction);
+  const Prediction& p = *s.prediction;
+  CHECK(p.blocks == (4096 / 128) * (4096 / 256));
+  CHECK(p.trip == 4096 / 64);
+  CHECK(p.flops == Approx(2.0 * 4096 * 4096 * 4096));
+  double peak = p.flops / 989e12;
+  CHECK(p.seconds >= peak * 0.99);
+  CHECK(p.seconds <= 10 * peak);
+  CHECK(p.seconds >= p.memory_seconds);
+  CHECK(p.memory_seconds == Approx((2.0 * 4096 * 4096 * 2 + 4096.0 * 4096 * 4) / 3.35e12));
+  CHECK(p.sizes == "m = 4096, k = 4096, n = 4096");
+  // H200: the same SMs, more bandwidth: the memory bound shrinks, the schedule bound does not.
+  Options h200 = Deterministic();
+  h200.machine = &H200();
+  Schedule t = Build(c->kernels[k], c->plans[k], h200);
+  REQUIRE(t.prediction);
+  CHECK(t.prediction->memory_seconds < p.memory_seconds);
+  CHECK(t.prediction->schedule_seconds == Approx(p.schedule_seconds));
+}
+
+TEST_CASE("cost model of attention_d128: bh is a batch of 16, the trip count t / 64") {
+  auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
+  std::size_t k = Find(*c, "attention_d128");
+  Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
+  REQUIRE(s.prediction);
+  CHECK(s.prediction->sizes == "bh = 16, s = 4096, t = 4096");
+  CHECK(s.prediction->trip == 4096 / 64);
+  CHECK(s.prediction->blocks == 16 * 4096 / 128);
+}
+
+TEST_CASE("integer program: lexicographic minimization and infeasibility") {
+  solver::IntegerProgram p;
+  int x = p.Var("x", 0, 10), y = p.Var("y", 0, 10);
+  p.Add(solver::LinearConstraint{{{1, x}, {1, y}}, core::RelOp::kGe, 5});
+  p.Minimize({{1, x}});
+  p.Minimize({{-1, y}});
+  auto r = p.Solve();
+  REQUIRE(r.status == solver::OptimizeStatus::kOptimal);
+  CHECK(r.values[x] == 0);
+  CHECK(r.values[y] == 10);
+  // Guarded: x == 1 forces y <= 2, then x + y >= 5 fails.
+  solver::IntegerProgram q;
+  int a = q.Var("a", 1, 1), b = q.Var("b", 0, 10);
+  q.Add(solver::LinearConstraint{{{1, b}}, core::RelOp::kLe, 2, a, 1});
+  q.Add(solver::LinearConstraint{{{1, a}, {1, b}}, core::RelOp::kGe, 5});
+  CHECK(q.Solve().status == solver::OptimizeStatus::kInfeasible);
+}
+
+TEST_CASE("schedule: print", "[.print]") {
+  for (auto target : {synth::Target::Sm90a, synth::Target::Sm80}) {
+    for (std::string file : {"stdlib/gemm.weft", "stdlib/attention.weft"}) {
+      auto c = Cached(file, target);
+      for (std::size_t i = 0; i < c->kernels.size(); ++i) {
+        const char* only = std::getenv("WEFT_SCHEDULE_KERNEL");
+        if (only && c->kernels[i].name != only) continue;
+        Options options;
+        if (const char* r = std::getenv("WEFT_SCHEDULE_RLIMIT")) options.rlimit = static_cast<unsigned>(std::atol(r));
+        Schedule s = Build(c->kernels[i], c->plans[i], options);
+        std::printf("kernel %s\n%s\n", c->kernels[i].name.c_str(), Print(s, true).c_str());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft::schedule
