@@ -39,6 +39,7 @@
 #include "codegen/dims.h"
 #include "codegen/f8.h"
 #include "codegen/libdevice.h"
+#include "codegen/math.h"
 #include "codegen/nvptx.h"
 
 namespace weft::codegen {
@@ -727,29 +728,6 @@ class ArrayEmitter {
     return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, c, d});
   }
 
-  // e^x in f32: 2^(x log2 e) on ex2.approx, with the rounding error of x log2 e put back
-  // (e (1 + lo ln 2), fused).
-  llvm::Value* Exp(llvm::Value* x) {
-    llvm::Type* t = x->getType();
-    llvm::Value* hi = b_.CreateFMul(x, F(t, 1.4426950408889634));
-    llvm::Value* lo = Fma(x, F(t, 1.4426950408889634), b_.CreateFNeg(hi));
-    lo = Fma(x, F(t, 1.925963033500011e-08), lo);
-    llvm::Value* e = b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_ex2_approx_f, {hi});
-    llvm::Value* fixed = Fma(e, b_.CreateFMul(lo, F(t, 0.6931471805599453)), e);
-    // Past 2^+-126 the result is 0, a subnormal or infinite, and the correction would be NaN at
-    // infinities (inf - inf): 2^hi as it is.
-    return b_.CreateSelect(b_.CreateFCmpOLT(Intrinsic(llvm::Intrinsic::fabs, hi), F(t, 126.0)), fixed, e);
-  }
-
-  // 1 / d in f32 for d in [1, 2^100] (or NaN): rcp.approx (1 ulp) and a Newton step, within an ulp
-  // of div.rn's quotient at a fraction of its instructions.
-  llvm::Value* Reciprocal(llvm::Value* d) {
-    llvm::Type* t = d->getType();
-    llvm::Value* r = b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {d});
-    llvm::Value* err = Fma(b_.CreateFNeg(d), r, F(t, 1.0));
-    return Fma(r, err, r);
-  }
-
   // A call of libdevice's `name` on an f64 (libdevice.h; linked after the kernel is written).
   llvm::Value* Libdevice(const std::string& name, llvm::Value* x) {
     std::string looked;
@@ -808,30 +786,8 @@ class ArrayEmitter {
         if (fn == "sigmoid")
           return b_.CreateFDiv(F(t, 1.0), b_.CreateFAdd(F(t, 1.0), Libdevice("__nv_exp", b_.CreateFNeg(a))));
       }
-      if (f && d != Dtype::F64) {
-        if (fn == "exp") return Exp(a);
-        if (fn == "log")
-          return b_.CreateFMul(b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_lg2_approx_f, {a}),
-                               F(t, 0.6931471805599453));
-        if (fn == "sin") return b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_sin_approx_f, {a});
-        if (fn == "cos") return b_.CreateIntrinsic(t, llvm::Intrinsic::nvvm_cos_approx_f, {a});
-        if (fn == "sigmoid") return b_.CreateFDiv(F(t, 1.0), b_.CreateFAdd(F(t, 1.0), Exp(b_.CreateFNeg(a))));
-        if (fn == "tanh") {
-          // 1 - 2 / (e^(2|x|) + 1) with x's sign; near 0 (|x| < 0.25, where that cancels) the
-          // series x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 (Horner, fused).
-          llvm::Value* ax = Intrinsic(llvm::Intrinsic::fabs, a);
-          // (e^(2|x|) + 1 capped at 2^100, where 2 / it is below half an ulp of 1: 1 - it is 1.)
-          llvm::Value* d = b_.CreateFAdd(Exp(b_.CreateFMul(ax, F(t, 2.0))), F(t, 1.0));
-          llvm::Value* r = Reciprocal(b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, d, F(t, 0x1p100)));
-          llvm::Value* big = Fma(F(t, -2.0), r, F(t, 1.0));
-          big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, a);
-          llvm::Value* x2 = b_.CreateFMul(a, a);
-          llvm::Value* p = F(t, 62.0 / 2835.0);
-          for (double coefficient : {-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0, 1.0}) p = Fma(p, x2, F(t, coefficient));
-          llvm::Value* small = b_.CreateFMul(a, p);
-          return b_.CreateSelect(b_.CreateFCmpOLT(ax, F(t, 0.25)), small, big);
-        }
-      }
+      // f32 (and bf16/f16, computed in f32): codegen/math.h, shared with the tile kernels.
+      if (f && d != Dtype::F64 && math::HasUnary(fn)) return math::Unary(b_, fn, a);
     }
     Refuse(Quote(fn) + " on " + std::string(Spelling(d)) + " in an array kernel");
   }

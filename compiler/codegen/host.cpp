@@ -355,8 +355,6 @@ void Lowering::LowerHost(graph::NodeId id) {
       values_[id.index] = std::move(t);
       return;
     }
-    case Kind::TensorLit:
-      Refuse(DiagnosticKind::HostArrayTier, n.span, "a tensor literal");
     case Kind::Save:
       b_.CreateCall(Runtime("weft_program_save", b_.getVoidTy(), {Ptr(), Ptr()}),
                     {StringOf(n.args[0]), TensorOf(n.args[1]).handle});

@@ -132,6 +132,16 @@ Shape VarStore::Resolve(const Shape& shape) const {
   return out;
 }
 
+TypeRef ResultAfter(const VarStore& vars, const TypeRef& type, std::size_t arity) {
+  TypeRef t = vars.Resolve(type);
+  for (std::size_t i = 0; i < arity; ++i) {
+    const auto* f = std::get_if<FunctionType>(&t->node);
+    if (!f) break;
+    t = vars.Resolve(f->result);
+  }
+  return t;
+}
+
 TypeRef VarStore::Resolve(const TypeRef& type) const {
   return std::visit(
       [&](const auto& node) -> TypeRef {

@@ -161,6 +161,10 @@ class VarStore {
   std::vector<SizeVarInfo> sizes_;
 };
 
+// The resolved type of what a function of type `type` returns after `arity` arguments (a built-in's
+// result, for the interpreter and the graph); as far as it goes when `type` takes fewer.
+TypeRef ResultAfter(const VarStore& vars, const TypeRef& type, std::size_t arity);
+
 // The free (unbound) variables of a resolved type, in order of first appearance.
 struct FreeVars {
   std::vector<TypeVarId> types;

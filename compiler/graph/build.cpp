@@ -805,20 +805,9 @@ void Builder::Leaves(const GRef& value, std::vector<NodeId>& out, std::string& f
              value->node);
 }
 
-// The type of a built-in's result after all of its arguments.
-TypeRef ResultType(const VarStore& vars, const GFunction& fn) {
-  TypeRef t = vars.Resolve(fn.type);
-  for (std::size_t i = 0; i < fn.arity; ++i) {
-    const auto* f = std::get_if<core::FunctionType>(&t->node);
-    if (!f) break;
-    t = vars.Resolve(f->result);
-  }
-  return t;
-}
-
 GRef Builder::CallBuiltin(const GFunction& fn, Span span) {
   const std::string& name = fn.builtin;
-  TypeRef result_type = ResultType(vars_, fn);
+  TypeRef result_type = core::ResultAfter(vars_, fn.type, fn.arity);
   auto result_dtype = [&]() {
     const auto* t = std::get_if<TensorType>(&result_type->node);
     if (!t) WEFT_INTERNAL_ERROR("graph: `" + name + "` does not return a tensor");

@@ -24,7 +24,6 @@ bool IsHostKind(Kind k) {
     case Kind::String:
     case Kind::Load:
     case Kind::Random:
-    case Kind::TensorLit:
     case Kind::Save:
     case Kind::Print:
     case Kind::TimeBegin:
@@ -464,9 +463,7 @@ class Fuser {
       for (NodeId out : group.outputs) {
         const Node& n = Get(out);
         if (n.kind == Kind::String || n.kind == Kind::TimeEnd || host_scalar_.count(out.index)) continue;
-        if (group.kind == GroupKind::Host && n.kind != Kind::Load && n.kind != Kind::Random &&
-            n.kind != Kind::TensorLit)
-          continue;
+        if (group.kind == GroupKind::Host && n.kind != Kind::Load && n.kind != Kind::Random) continue;
         lives.emplace(out.index, Life{out, g, g});
       }
     }

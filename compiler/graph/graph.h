@@ -36,12 +36,11 @@ using core::Dim;
 
 enum class Kind : std::uint8_t {
   // Values the host makes or holds.
-  Constant,   // a literal scalar: `bits` as the dtype holds it
-  Size,       // a size used as an i64 value: `size`
-  String,     // a string literal (`text`), or `arg i` (`args[0]` the index) when `text` is empty
-  Load,       // `load path`: args[0] the path (a String node)
-  Random,     // `random [..] seed`: args[0] the seed
-  TensorLit,  // `[a, b, ..]`: args are the elements, stacked on a new leading axis
+  Constant,  // a literal scalar: `bits` as the dtype holds it
+  Size,      // a size used as an i64 value: `size`
+  String,    // a string literal (`text`), or `arg i` (`args[0]` the index) when `text` is empty
+  Load,      // `load path`: args[0] the path (a String node)
+  Random,    // `random [..] seed`: args[0] the seed
   // Effects.
   Save,       // `save path x`: args = {path, x}
   Print,      // `print x`: args = {x}

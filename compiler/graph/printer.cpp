@@ -22,8 +22,6 @@ std::string_view Spelling(Kind kind) {
       return "load";
     case Kind::Random:
       return "random";
-    case Kind::TensorLit:
-      return "tensor";
     case Kind::Save:
       return "save";
     case Kind::Print:
@@ -129,8 +127,6 @@ class Printer {
         return "load" + args;
       case Kind::Random:
         return "random " + Dims(n.shape) + args;
-      case Kind::TensorLit:
-        return "tensor" + args;
       case Kind::Save:
         return "save" + args;
       case Kind::Print:

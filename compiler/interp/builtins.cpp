@@ -118,17 +118,6 @@ std::vector<std::int64_t> ShapeArg(const HostTensor& t) {
   return dims;
 }
 
-// The type of the built-in's result, after all of its arguments.
-TypeRef ResultType(const VarStore& vars, const Function& fn) {
-  TypeRef t = vars.Resolve(fn.type);
-  for (std::size_t i = 0; i < fn.arity; ++i) {
-    const auto* f = std::get_if<core::FunctionType>(&t->node);
-    if (!f) break;
-    t = vars.Resolve(f->result);
-  }
-  return t;
-}
-
 std::string ResolvePath(const InterpreterOptions& options, const std::string& path) {
   if (options.base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
   return (std::filesystem::path(options.base_dir) / path).string();
@@ -146,7 +135,7 @@ EvalResult<ValueRef> Evaluator::CallBuiltin(const Function& fn, Span span) {
   const std::string& name = fn.builtin;
   Frame frame{vars, fn.subst, nullptr, 0, {}, false};
   auto result_dtype = [&]() -> Dtype {
-    TypeRef r = ResultType(vars, fn);
+    TypeRef r = core::ResultAfter(vars, fn.type, fn.arity);
     const auto* t = std::get_if<TensorType>(&r->node);
     return t ? frame.ElemOf(t->elem) : Dtype::F32;
   };
@@ -248,7 +237,7 @@ EvalResult<ValueRef> Evaluator::CallBuiltin(const Function& fn, Span span) {
     auto tensor = runtime::ReadNpy(ResolvePath(options, path));
     if (!tensor) return RuntimeError{span, tensor.error().message};
     ValueRef value = MakeValue(std::move(*tensor));
-    TypeRef expected = ResultType(vars, fn);
+    TypeRef expected = core::ResultAfter(vars, fn.type, fn.arity);
     if (auto mismatch = MatchValue(vars, expected, *value, frame)) {
       const HostTensor& t = std::get<HostTensor>(value->node);
       return RuntimeError{span, path + ": the program expects `" + core::TypePrinter(vars).Print(expected) +
