@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "schedule/schedule.h"
+
 namespace weft::synth {
 
 namespace {
@@ -256,6 +258,10 @@ std::string Printer::Print() {
         Accesses(out, u);
       }
     }
+  }
+  if (options_.schedule) {
+    schedule::Schedule s = schedule::Build(kernel_, plan_, {}, [this](Span span) { return Where(span); });
+    if (!s.loops.empty()) out << "schedule:\n" << schedule::Print(s, options_.timings);
   }
   return out.str();
 }

@@ -5,7 +5,8 @@
 // tile's with its swizzle; a Reg tile's thread-value layout), where it lives (shared offset and
 // stages, or registers per thread), the instruction that makes it or moves it, the bank conflicts
 // of each shared-memory access (wavefronts against the ideal) and the bytes moved. Per kernel: the
-// block size, shared memory, estimated registers, and how the choice was made.
+// block size, shared memory, estimated registers, and how the choice was made. Then, for a kernel
+// with a `pipeline`, its schedule (schedule::Print).
 #pragma once
 
 #include <string>
@@ -19,6 +20,9 @@ namespace weft::synth {
 struct ExplainOptions {
   bool timings = true;                     // the solver's time (off for golden tests)
   const SourceManager* sources = nullptr;  // for line:col and each op's source text
+  // Each `pipeline`'s schedule after the tiles (compiler/schedule: roles, stages, II, the barrier
+  // protocol's check, the predicted time; docs/scheduling.md).
+  bool schedule = true;
 };
 
 std::string Explain(const tile::Kernel& kernel, const Plan& plan, const ExplainOptions& options = {});
