@@ -101,7 +101,7 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
         << " slots (the block issues everything; a block barrier per iteration)\n";
     out << i2 << "barrier protocol (" << loop.protocol.name << ", " << loop.protocol.slots << " slots, "
         << loop.protocol.iterations << " iterations): " << loop.check.ToString() << "\n";
-    if (loop.protocol.name != loop.default_protocol.name)
+    if (loop.protocol.name != loop.default_protocol.name || loop.protocol.slots != loop.default_protocol.slots)
       out << i2 << "today's protocol (" << loop.default_protocol.name << ", " << loop.default_protocol.slots
           << " slots, " << loop.default_protocol.iterations << " iterations): " << loop.default_check.ToString()
           << "\n";

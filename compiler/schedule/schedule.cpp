@@ -182,7 +182,9 @@ class Modulo {
       offset_.push_back(p.Var("o" + std::to_string(k), 0, ii - 1));
       stage_.push_back(p.Var("s" + std::to_string(k), 0, depth - 1));
     }
-    ring_ = p.Var("ring", 1, o_.max_stages);
+    // Today's ring issues `stages - 1` iterations ahead, after the wait: one slot would wait for a
+    // copy it has not issued (the deadlock check finds it). A producer warp can live with one.
+    ring_ = p.Var("ring", c_.specialized ? 1 : 2, o_.max_stages);
     // Shared memory: the ring's slots (with two 8-byte mbarriers each) and the fixed tiles.
     p.Add(LinearConstraint{{{g_.stage_bytes + 16, ring_}}, RelOp::kLe, shared_budget_ - g_.fixed_shared_bytes});
     // Which role issues each copy (specialized only): 1 = the producer, 0 = consumer 0.
@@ -430,6 +432,7 @@ LoopSchedule DefaultSchedule(const Graph& g, const synth::Plan& plan, const Mach
 
 void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
   int slots = std::max(1, loop.graph.plan_stages);
+  int chosen = std::max(1, loop.ring_stages);
   std::int64_t bytes = loop.graph.stage_bytes;
   bool tma = plan.target == synth::Target::Sm90a;
   for (const Node& n : loop.graph.nodes)
@@ -439,8 +442,10 @@ void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
       tma ? TmaRingProtocol(slots, 2 * slots + 1, bytes) : CpAsyncRingProtocol(slots, 2 * slots + 1);
   loop.default_check = CheckProtocol(loop.default_protocol);
   if (loop.from_solver && loop.producer) {
-    int s = std::max(1, loop.ring_stages);
-    loop.protocol = WarpSpecializedProtocol(s, 2 * s + 1, loop.consumers, loop.ping_pong, bytes);
+    loop.protocol = WarpSpecializedProtocol(chosen, 2 * chosen + 1, loop.consumers, loop.ping_pong, bytes);
+    loop.check = CheckProtocol(loop.protocol);
+  } else if (loop.from_solver && chosen != slots) {
+    loop.protocol = tma ? TmaRingProtocol(chosen, 2 * chosen + 1, bytes) : CpAsyncRingProtocol(chosen, 2 * chosen + 1);
     loop.check = CheckProtocol(loop.protocol);
   } else {
     loop.protocol = loop.default_protocol;
