@@ -95,7 +95,7 @@ Options Deterministic() {
   return options;
 }
 
-TEST_CASE("graph of gemm_bf16: two loads, one product, its accumulator carried, two slot releases") {
+TEST_CASE("graph of gemm_bf16: two loads and one product with its accumulator carried and two slot releases") {
   auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "gemm_bf16");
   auto graphs = BuildGraphs(c->kernels[k], c->plans[k], H100());
@@ -134,7 +134,7 @@ TEST_CASE("graph of gemm_bf16: two loads, one product, its accumulator carried, 
   CHECK(g.plan_stages == c->plans[k].values[c->kernels[k].Get(g.nodes[0].ops[0]).results[0].index].stages);
 }
 
-TEST_CASE("graph of attention_d128: softmax on the SFU between the two products, carried m, l and acc") {
+TEST_CASE("graph of attention_d128: softmax on the SFU between the two products with m and l and acc carried") {
   auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "attention_d128");
   auto graphs = BuildGraphs(c->kernels[k], c->plans[k], H100());
@@ -221,7 +221,7 @@ void CheckValid(const LoopSchedule& s, std::int64_t shared_budget) {
   CHECK(registers <= 65536);
 }
 
-TEST_CASE("schedule of gemm_bf16 on sm_90a: a producer warp, two consumer warpgroups, proved optimal") {
+TEST_CASE("schedule of gemm_bf16 on sm_90a: a producer warp and two consumer warpgroups proved optimal") {
   auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "gemm_bf16");
   Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
@@ -264,7 +264,7 @@ TEST_CASE("schedule of attention_d128 on sm_90a has FlashAttention-3's structure
   CheckValid(l, 227 * 1024);
 }
 
-TEST_CASE("schedule: without an answer in the time limit, today's schedule and a note") {
+TEST_CASE("schedule: without an answer in the time limit today's schedule and a note") {
   auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "attention_d128");
   Options options;
@@ -395,7 +395,7 @@ TEST_CASE("cost model of gemm_bf16 at 4096 cubed: between the peak and ten times
   CHECK(t.prediction->schedule_seconds == Approx(p.schedule_seconds));
 }
 
-TEST_CASE("cost model of attention_d128: bh is a batch of 16, the trip count t / 64") {
+TEST_CASE("cost model of attention_d128: bh is a batch of 16 and the trip count t / 64") {
   auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "attention_d128");
   Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
