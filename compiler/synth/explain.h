@@ -18,7 +18,9 @@
 namespace weft::synth {
 
 struct ExplainOptions {
-  bool timings = true;                     // the solver's time (off for golden tests)
+  // The solver's time (off for golden tests; then the schedule's solver is bounded by Z3's resource
+  // limit, so the output does not depend on the machine's speed, with 60 s as a safety net).
+  bool timings = true;
   const SourceManager* sources = nullptr;  // for line:col and each op's source text
   // Each `pipeline`'s schedule after the tiles (compiler/schedule: roles, stages, II, the barrier
   // protocol's check, the predicted time; docs/scheduling.md).
