@@ -24,6 +24,7 @@
 #include "driver/explain_command.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
+#include "schedule/schedule.h"
 #include "syntax/parser.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
@@ -265,6 +266,20 @@ bool GenerateKernels(codegen::HostModule& program, synth::Target target, const S
     auto plan = synth::Synthesize(kernel, target);
     if (!plan) {
       for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
+      ok = false;
+      continue;
+    }
+    // The barrier protocol of each of its pipelines cannot deadlock (docs/scheduling.md): checked on
+    // every kernel emitted. A deadlock would be a compiler bug; it fails the build, not the GPU.
+    bool deadlock = false;
+    for (const schedule::EmittedProtocol& p : schedule::CheckEmitted(kernel, *plan)) {
+      if (p.check.deadlock_free) continue;
+      diagnostics.Emit(DiagnosticKind::HostBuildFailed, kernel.span, kernel.name,
+                       "the barrier protocol of a pipeline (" + p.protocol.name +
+                           ") can deadlock: " + p.check.ToString() + " (a compiler bug; please report it)");
+      deadlock = true;
+    }
+    if (deadlock) {
       ok = false;
       continue;
     }

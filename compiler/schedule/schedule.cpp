@@ -430,17 +430,30 @@ LoopSchedule DefaultSchedule(const Graph& g, const synth::Plan& plan, const Mach
   return loop;
 }
 
-void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
-  int slots = std::max(1, loop.graph.plan_stages);
-  int chosen = std::max(1, loop.ring_stages);
-  std::int64_t bytes = loop.graph.stage_bytes;
+// Whether a loop's copies are TMA (else cp.async).
+bool Tma(const Graph& g, const synth::Plan& plan) {
   bool tma = plan.target == synth::Target::Sm90a;
-  for (const Node& n : loop.graph.nodes)
+  for (const Node& n : g.nodes)
     for (tile::OpId id : n.ops)
       if (n.kind == NodeKind::kLoad && plan.ops[id.index].instruction.rfind("tma", 0) != 0) tma = false;
-  loop.default_protocol =
-      tma ? TmaRingProtocol(slots, 2 * slots + 1, bytes) : CpAsyncRingProtocol(slots, 2 * slots + 1);
+  return tma;
+}
+
+// Today's codegen's protocol for a loop of `slots` ring slots, over enough iterations to wrap the
+// ring twice.
+Protocol TodaysProtocol(const Graph& g, const synth::Plan& plan) {
+  int slots = std::max(1, g.plan_stages);
+  return Tma(g, plan) ? TmaRingProtocol(slots, 2 * slots + 1, g.stage_bytes)
+                      : CpAsyncRingProtocol(slots, 2 * slots + 1);
+}
+
+void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
+  int chosen = std::max(1, loop.ring_stages);
+  std::int64_t bytes = loop.graph.stage_bytes;
+  bool tma = Tma(loop.graph, plan);
+  loop.default_protocol = TodaysProtocol(loop.graph, plan);
   loop.default_check = CheckProtocol(loop.default_protocol);
+  int slots = loop.default_protocol.slots;
   if (loop.from_solver && loop.producer) {
     loop.protocol = WarpSpecializedProtocol(chosen, 2 * chosen + 1, loop.consumers, loop.ping_pong, bytes);
     loop.check = CheckProtocol(loop.protocol);
@@ -454,6 +467,16 @@ void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
 }
 
 }  // namespace
+
+std::vector<EmittedProtocol> CheckEmitted(const tile::Kernel& kernel, const synth::Plan& plan) {
+  std::vector<EmittedProtocol> out;
+  for (const Graph& g : BuildGraphs(kernel, plan, H100())) {
+    Protocol protocol = TodaysProtocol(g, plan);
+    ProtocolCheck check = CheckProtocol(protocol);
+    out.push_back(EmittedProtocol{std::move(protocol), std::move(check)});
+  }
+  return out;
+}
 
 Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options,
                const std::function<std::string(Span)>& where) {
