@@ -10,33 +10,13 @@
 
 #include "check/check.h"
 #include "graph/graph.h"
+#include "program.h"
 #include "syntax/parser.h"
 
 namespace weft::graph {
 namespace {
 
-struct Program {
-  SourceManager sources;
-  check::CheckResult result;
-  Graph graph;
-};
-
-std::unique_ptr<Program> Build(const std::string& text) {
-  auto p = std::make_unique<Program>();
-  Diagnostics diagnostics;
-  FileId id = p->sources.Add("test.weft", text);
-  syntax::Ast ast = syntax::Parse(p->sources, id, diagnostics);
-  check::CheckOptions options;
-  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
-  p->result = check::Check(p->sources, ast, diagnostics, options);
-  REQUIRE_FALSE(diagnostics.has_errors());
-  const core::Def* main = p->result.module.Find("main");
-  REQUIRE(main != nullptr);
-  auto graph = graph::Build(p->result.module, p->result.vars, *main);
-  REQUIRE(graph);
-  p->graph = std::move(*graph);
-  return p;
-}
+using testing::Build;
 
 std::size_t Count(const Plan& plan, GroupKind kind) {
   std::size_t n = 0;
