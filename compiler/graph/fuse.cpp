@@ -59,6 +59,12 @@ class Fuser {
   Plan Run() {
     if (options_.stdlib_attention) MatchAttention();
     Group();
+    // An attention pattern whose sizes the kernel does not take: its row kernel says why.
+    for (const auto& [node, why] : why_not_attention_) {
+      std::int64_t g = plan_.group_of[node];
+      if (g >= 0 && plan_.groups[static_cast<std::size_t>(g)].why.empty())
+        plan_.groups[static_cast<std::size_t>(g)].why = why;
+    }
     Order();
     // Epilogue kernels are named after the first kernel number that runs them (`k3` runs
     // gemm_epilogue_3); groups of the same work (the same kernel text) share one.
@@ -332,18 +338,23 @@ class Fuser {
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
       NodeId id(static_cast<std::uint32_t>(i));
       std::vector<NodeId> members;
-      if (auto kernel = Attention(id, members)) {
+      std::string why;
+      if (auto kernel = Attention(id, members, why)) {
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
         for (NodeId m : members)
           if (m != id) Join(g, m);
         plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
-        plan_.groups[static_cast<std::size_t>(g)].why =
-            "softmax(q k^T / sqrt(d)) v, not causal; s % 128 == 0 and t % 64 == 0 hold for its constant sizes";
+        plan_.groups[static_cast<std::size_t>(g)].why = why;
+      } else if (!why.empty()) {
+        why_not_attention_.emplace(Get(id).args[0].index, why);  // the softmax's `cast bf16`
       }
     }
   }
 
-  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members) const {
+  // The stdlib attention kernel of the pattern whose `@` is `out`, with the group's `why`; or none,
+  // with `why` saying so when only the sizes keep the pattern from the kernel. Head dim 64 takes
+  // keys in blocks of 64, head dim 128 in blocks of 128 (stdlib/attention.weft).
+  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why) const {
     auto is = [&](NodeId id, Kind kind, std::string_view fn) {
       const Node& n = Get(id);
       return !n.in_body && n.kind == kind && (fn.empty() || n.fn == fn);
@@ -379,11 +390,7 @@ class Fuser {
     std::optional<std::int64_t> dim = qn.shape.back().AsConstant();
     if (!dim || (*dim != 64 && *dim != 128) || !(Get(size).size == qn.shape.back())) return std::nullopt;
     if (!(vn.shape.back() == qn.shape.back())) return std::nullopt;
-    // The kernel's `where` clause must hold for the shapes as the program states them (sizes a
-    // file gives are known only at run time, and the pattern has no fallback kernel: then it is
-    // its parts); q, k and v must be stored tensors, not views.
-    std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
-    if (!s_len || !t_len || *s_len % 128 != 0 || *t_len % 64 != 0) return std::nullopt;
+    // q, k and v must be stored tensors, not views.
     if (qn.kind == Kind::View || kn.kind == Kind::View || vn.kind == Kind::View) return std::nullopt;
     members = {out, cast, p, x1, sum, e, d, x2, max, s, scores, kt};
     // Every value in between is used only inside the pattern.
@@ -394,7 +401,25 @@ class Fuser {
       for (NodeId u : users_[m.index])
         if (!inside.count(u.index)) return std::nullopt;
     }
-    return "attention_d" + std::to_string(*dim) + "_bf16";
+    // The kernel's `where` clause must hold for the shapes as the program states them (sizes a
+    // file gives are known only at run time, and the pattern has no fallback kernel: then it is
+    // its parts).
+    std::string kernel = "attention_d" + std::to_string(*dim) + "_bf16";
+    std::int64_t keys = *dim;  // the kernel's block of keys
+    std::string clause = "s % 128 == 0 and t % " + std::to_string(keys) + " == 0";
+    std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
+    if (s_len && t_len && *s_len % 128 == 0 && *t_len % keys == 0) {
+      why = "softmax(q k^T / sqrt(d)) v, not causal; " + clause + " hold for its constant sizes";
+      return kernel;
+    }
+    auto stated = [](const char* name, std::optional<std::int64_t> c) {
+      return std::string(name) + (c ? " = " + std::to_string(*c) : " is known only at run time");
+    };
+    std::string here =
+        !s_len && !t_len ? "s and t are known only at run time" : stated("s", s_len) + " and " + stated("t", t_len);
+    why = "not the stdlib " + kernel + ": its `where` clause, " + clause +
+          ", must hold for constant sizes (it has no fallback kernel); here " + here;
+    return std::nullopt;
   }
 
   // Groups in launch order: by their root's position (the largest node index in the group).
@@ -511,7 +536,8 @@ class Fuser {
   Plan plan_;
   std::vector<std::vector<NodeId>> users_;
   std::set<std::uint32_t> host_scalar_;
-  std::set<std::int64_t> closed_;  // gemm groups whose product has joined: no more epilogue
+  std::set<std::int64_t> closed_;                           // gemm groups whose product has joined: no more epilogue
+  std::map<std::uint32_t, std::string> why_not_attention_;  // an attention pattern's softmax: why no kernel
 };
 
 }  // namespace

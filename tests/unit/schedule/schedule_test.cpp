@@ -149,14 +149,15 @@ TEST_CASE("graph of attention_d128: softmax on the SFU between the two products 
   }
   CHECK(mmas == 2);
   CHECK(loads == 2);
-  // exp over the 128 x 64 scores, and over the 128 rows' corrections, each row's computed by the 4
-  // threads that hold it (the plan's broadcast layout: 4 per thread, 128 threads).
-  CHECK(exps == 128 * 64 + 4 * 128);
+  // exp over the 128 x 128 scores (a block of 128 keys), and over the 128 rows' corrections, each
+  // row's computed by the 4 threads that hold it (the plan's broadcast layout: 2 per thread, 256
+  // threads).
+  CHECK(exps == 128 * 128 + 4 * 128);
   // The softmax (the cone of P, the second product's A operand) reads the first product and feeds
   // the second; it carries m to itself.
   const Node* softmax = NodeNamed(g, "operands of mma 2");
   REQUIRE(softmax);
-  CHECK(softmax->sfu_ops == 128 * 64);
+  CHECK(softmax->sfu_ops == 128 * 128);
   int self = static_cast<int>(softmax - g.nodes.data());
   bool from_first = false, to_second = false, carries_m = false;
   for (const Edge& e : g.edges) {
@@ -253,7 +254,7 @@ TEST_CASE("schedule of attention_d128 on sm_90a has FlashAttention-3's structure
   CHECK(l.producer);        // a producer warp for TMA
   CHECK(l.consumers == 2);  // two consumer warpgroups
   CHECK(l.ping_pong);       // one's softmax overlaps the other's wgmma
-  CHECK(l.ii == 1024);      // both products of a 128 x 64 block on the tensor cores: 2 * 512 cycles
+  CHECK(l.ii == 2048);      // both products of a 128 x 128 block on the tensor cores: 2 * 1024 cycles
   CHECK(l.bound == "tensor cores");
   CHECK(l.optimal);
   CHECK(l.ii < l.default_ii);
@@ -420,13 +421,13 @@ TEST_CASE("cost model of gemm_bf16 at 4096 cubed: between the peak and ten times
   CHECK(t.prediction->schedule_seconds == Approx(p.schedule_seconds));
 }
 
-TEST_CASE("cost model of attention_d128: bh is a batch of 16 and the trip count t / 64") {
+TEST_CASE("cost model of attention_d128: bh is a batch of 16 and the trip count t / 128") {
   auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "attention_d128");
   Schedule s = Build(c->kernels[k], c->plans[k], Deterministic());
   REQUIRE(s.prediction);
   CHECK(s.prediction->sizes == "bh = 16, s = 4096, t = 4096");
-  CHECK(s.prediction->trip == 4096 / 64);
+  CHECK(s.prediction->trip == 4096 / 128);  // keys in blocks of 128
   CHECK(s.prediction->blocks == 16 * 4096 / 128);
 }
 
