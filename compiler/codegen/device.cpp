@@ -224,13 +224,48 @@ class Emitter {
   llvm::Value* Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
                           bool& mn_major);
   void EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m);
+  llvm::Value* Pack(llvm::Value* lo, llvm::Value* hi);
   // The wgmma ops of a loop whose accumulator only goes around the loop (`acc = mma a b acc`,
   // yielded and read by nothing else), with the carried values' indices: they wait for the
   // previous iteration's products only (wait_group 1), and the loop waits for all after it.
   std::set<std::uint32_t> DeferrableWgmma(const tile::op::Loop& loop, std::vector<std::size_t>& carried);
   std::set<std::uint32_t> deferred_wgmma_;
+  std::vector<schedule::Protocol> protocols_;  // DeviceKernel::protocols
   void EmitStore(OpId id, const tile::op::Store& s);
   void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
+
+  // --- warp specialization (sm_90a; docs/codegen.md, "Warp specialization") ---
+  // A kernel whose body has one pipelined loop of TMA copies, at the top level and with no loop in
+  // it, gets a producer warpgroup past its threads: one of its threads computes what the copies
+  // read and issues them, waiting on empty[slot] (one arrival per consumer warp) and arming
+  // full[slot]; the kernel's threads (the consumers) wait on full[slot], run the body and arrive on
+  // empty[slot], syncing among themselves with bar.sync 1 (never the whole block). With two or more
+  // consumer warpgroups, setmaxnreg moves registers from the producer to them.
+  struct Specialized {
+    OpId loop;
+    std::vector<OpId> prelude;  // the top-level ops before the loop that its copies and bound read
+    int stages = 0;
+    int producer_registers = 0, consumer_registers = 0;  // setmaxnreg (0: none)
+    // Two consumer warpgroups take turns at the tensor cores (named barriers 2 and 3): one's
+    // products run while the other does its vector work. Where the body has products it waits for
+    // (not only a deferred accumulator).
+    bool ping_pong = false;
+  };
+  std::optional<Specialized> FindSpecialization();
+  void EmitSpecialized();
+  void EmitProducer(const Specialized& s);
+  std::optional<Specialized> specialized_;
+  llvm::Value* leader_ = nullptr;  // the thread IfThread0 runs on: tid == 0, or this one (the producer)
+  bool turns_ = false;             // inside a ping-pong loop's body: products take turns
+  bool consumers_only_ = false;    // Barrier() syncs the kernel's threads alone (bar.sync 1, threads)
+
+ public:
+  void DisableWarpSpecialization() { warp_specialize_ = false; }
+  void EnablePingPong() { ping_pong_ = true; }
+
+ private:
+  bool warp_specialize_ = true;
+  bool ping_pong_ = false;  // Options::ping_pong
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);
   llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
@@ -491,7 +526,10 @@ llvm::Value* Emitter::Intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Val
 }
 
 void Emitter::Barrier() {
-  Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});
+  if (consumers_only_)
+    Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {I32(1), I32(plan_.threads)});
+  else
+    Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});
 }
 
 llvm::Value* Emitter::ThreadTable(const std::vector<std::int64_t>& per_thread) {
@@ -952,9 +990,7 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     return x;
   };
   auto pack = [&](llvm::Value* lo, llvm::Value* hi) {
-    llvm::Value* l = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
-    llvm::Value* h = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
-    llvm::Value* p = b_.CreateOr(l, b_.CreateShl(h, I32(16)));
+    llvm::Value* p = Pack(lo, hi);
     if (bf16) return p;
     return b_.CreateBitCast(p, llvm::FixedVectorType::get(b_.getHalfTy(), 2));
   };
@@ -1105,7 +1141,7 @@ llvm::Value* Emitter::SharedAddress(llvm::Value* ptr) {
 }
 
 void Emitter::IfThread0(llvm::Value* also, const std::function<void()>& then) {
-  llvm::Value* condition = b_.CreateICmpEQ(tid_, I32(0));
+  llvm::Value* condition = leader_ ? leader_ : b_.CreateICmpEQ(tid_, I32(0));
   if (also) condition = b_.CreateAnd(condition, also);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "thread0", fn_);
   llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "all", fn_);
@@ -1220,6 +1256,18 @@ llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<st
 // wgmma over the plan's warpgroup tiling: per warpgroup, its 64 x n atoms, each accumulating the
 // K / 16 steps; A and B from shared memory through descriptors (A from registers in the atom's A
 // fragment when the plan keeps it there); one fence before, one commit and a wait for all after.
+// Two 16-bit values in one i32 register, `lo` in the low half. Where both were just rounded from f32
+// (a `cast` before a product), one vector conversion rounds and packs them (cvt.rn.bf16x2.f32).
+llvm::Value* Emitter::Pack(llvm::Value* lo, llvm::Value* hi) {
+  auto* l = llvm::dyn_cast<llvm::FPTruncInst>(lo);
+  auto* h = llvm::dyn_cast<llvm::FPTruncInst>(hi);
+  if (l && h && l->getType() == h->getType() && l->getSrcTy()->isFloatTy() && h->getSrcTy()->isFloatTy())
+    return hopper::PackRound(b_, l->getOperand(0), h->getOperand(0), l->getType()->isBFloatTy());
+  llvm::Value* lw = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
+  llvm::Value* hw = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
+  return b_.CreateOr(lw, b_.CreateShl(hw, I32(16)));
+}
+
 void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
@@ -1256,6 +1304,13 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     }
   }
   std::vector<llvm::Value*> acc = SameLayoutRegs(m.acc, result, "`mma`");
+  // A product into `zeros`: the first k-step writes D = A * B (scale-d 0), no registers zeroed.
+  bool zero = false;
+  if (const tile::Value& v = Val(m.acc); v.def.valid())
+    if (const auto* fill = std::get_if<tile::op::Fill>(&k_.Get(v.def).node))
+      if (const tile::Value& f = Val(fill->value); f.def.valid())
+        if (const auto* c = std::get_if<tile::op::Constant>(&k_.Get(f.def).node))
+          zero = std::visit([](auto x) { return x == decltype(x){}; }, c->value);
   // Each warpgroup's top-left element of the accumulator.
   const FlatTv& fr = Flat(Tv(result));
   std::vector<RowCol> origins;
@@ -1275,11 +1330,11 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const FlatTv& fa = Flat(atom->Operand("A")->tv);
   const FlatTv& fc = Flat(atom->Operand("C")->tv);
   std::string what = "`" + choice.instruction + "`";
-  auto pack = [&](llvm::Value* lo, llvm::Value* hi) {
-    llvm::Value* l = b_.CreateZExt(b_.CreateBitCast(lo, b_.getInt16Ty()), b_.getInt32Ty());
-    llvm::Value* h = b_.CreateZExt(b_.CreateBitCast(hi, b_.getInt16Ty()), b_.getInt32Ty());
-    return b_.CreateOr(l, b_.CreateShl(h, I32(16)));
-  };
+  auto pack = [&](llvm::Value* lo, llvm::Value* hi) { return Pack(lo, hi); };
+  // Ping-pong: wait for this warpgroup's turn at the tensor cores (named barrier 2 + its index).
+  bool turn = turns_ && !deferred_wgmma_.count(id.index);
+  llvm::Value* group = turn ? b_.CreateLShr(tid_, I32(7)) : nullptr;
+  if (turn) Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {b_.CreateAdd(I32(2), group), I32(plan_.threads)});
   hopper::WgmmaFence(b_);
   for (std::int64_t am = 0; am < gm / 64; ++am)
     for (std::int64_t an = 0; an < gn / n; ++an) {
@@ -1323,12 +1378,21 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
           }
           for (int i = 0; i < 8; i += 2) a_regs.push_back(pack(a[i], a[i + 1]));
         }
-        c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn);
+        if (zero && k0 == 0) {
+          for (auto& x : c) x = llvm::UndefValue::get(x->getType());
+          c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn, false);
+        } else {
+          c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn);
+        }
       }
       for (int i = 0; i < n / 2; ++i)
         acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])] = c[static_cast<std::size_t>(i)];
     }
   hopper::WgmmaCommit(b_);
+  // The products are issued: the other warpgroup's turn. No branch between the products and their
+  // wait (ptxas serializes wgmma around a divergent path); consumer 1's last hand-over is taken by
+  // consumer 0 after the loop.
+  if (turn) hopper::BarArrive(b_, b_.CreateSub(I32(3), group), I32(plan_.threads));
   if (deferred_wgmma_.count(id.index)) {
     hopper::WgmmaWait(b_, 1);  // the previous iteration's products are done, these may run on
     slots_[result.index].regs = std::move(acc);
@@ -1417,7 +1481,16 @@ llvm::Value* Emitter::Elementwise(const std::string& fn, Dtype d, const std::vec
     if (fn == "abs" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x[0]);
     if (fn == "sqrt" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x[0]);
     if (fn == "exp" && d == Dtype::F32) {  // 2^(x log2 e) on the special function unit (ex2.approx)
-      llvm::Value* scaled = b_.CreateFMul(x[0], llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634));
+      llvm::Constant* log2e = llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634);
+      // exp (a - b), softmax's shape with b a row's maximum: fma (a, log2 e, -(b log2 e)), one
+      // instruction a value, b log2 e shared by the row (FlashAttention's exp2 of a fused scale).
+      if (auto* sub = llvm::dyn_cast<llvm::BinaryOperator>(x[0]); sub && sub->getOpcode() == llvm::Instruction::FSub) {
+        llvm::Value* shift = b_.CreateFNeg(b_.CreateFMul(sub->getOperand(1), log2e));
+        llvm::Value* scaled =
+            b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {sub->getOperand(0), log2e, shift});
+        return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
+      }
+      llvm::Value* scaled = b_.CreateFMul(x[0], log2e);
       return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
     }
     // The others (and exp of bf16, f16) as the array kernels compute them: in f32 (math.h).
@@ -1769,7 +1842,9 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   for (OpId id : copies)
     if (tma && std::holds_alternative<tile::op::ToShared>(k_.Get(id).node))
       tma_bytes += TmaBytes(id, k_.Get(id).results.at(0));
-  if (tma) {
+  // The consumers of a warp-specialized loop: the producer (EmitProducer) issues every copy.
+  bool consumer = specialized_ && &k_.Get(specialized_->loop) == &op;
+  if (tma && !consumer) {
     Barrier();  // the mbarriers' memory is no longer in use
     IfThread0(nullptr, [&] {
       for (int s = 0; s < stages; ++s)
@@ -1798,7 +1873,8 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     }
     if (!tma && commit) Intrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
   };
-  for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
+  if (!consumer)
+    for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
   // A gemm's ring (MmaRing): the mma's operands are loaded a slice ahead, slice 0 of iteration 0
   // before the loop, once it has landed.
   std::optional<OpId> ring_mma = stages && !tma ? RingMma(loop, copy_ops) : std::nullopt;
@@ -1830,6 +1906,16 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     ring.b0.assign(static_cast<std::size_t>(Flat(Tv(m.b)).values), nullptr);
     LoadSlice(m.a, ring.a0, 0, ring_slices);
     LoadSlice(m.b, ring.b0, 0, ring_slices);
+  }
+  if (consumer && specialized_->ping_pong) {
+    // Consumer 0 goes first: consumer 1 hands it the first turn.
+    llvm::BasicBlock* first = llvm::BasicBlock::Create(ctx_, "first.turn", fn_);
+    llvm::BasicBlock* go = llvm::BasicBlock::Create(ctx_, "go", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateLShr(tid_, I32(7)), I32(1)), first, go);
+    b_.SetInsertPoint(first);
+    hopper::BarArrive(b_, I32(2), I32(plan_.threads));
+    b_.CreateBr(go);
+    b_.SetInsertPoint(go);
   }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
@@ -1882,6 +1968,23 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   std::vector<std::size_t> deferred_carried;
   if (tma)
     for (std::uint32_t id : DeferrableWgmma(loop, deferred_carried)) deferred_wgmma_.insert(id);
+  // The ring's barrier protocol, for the deadlock check (schedule/protocol.h): over enough
+  // iterations that every slot is reused at both parities.
+  if (stages && consumer) {
+    schedule::WarpSpecializedDetail detail;
+    detail.arrivals = 4;  // one per consumer warp
+    detail.release_previous = !deferred_carried.empty();
+    detail.turns = 0;
+    for (OpId id : loop.body)
+      detail.turns += StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred_wgmma_.count(id.index);
+    protocols_.push_back(schedule::WarpSpecializedProtocol(
+        stages, 2 * stages + 1, static_cast<int>(plan_.threads / 128), specialized_->ping_pong, tma_bytes, detail));
+  } else if (stages && tma) {
+    protocols_.push_back(schedule::TmaRingProtocol(stages, 2 * stages + 1, tma_bytes));
+  } else if (stages) {
+    protocols_.push_back(schedule::CpAsyncRingProtocol(stages, 2 * stages + 1));
+  }
+  turns_ = consumer && specialized_->ping_pong;
   if (stages && tma) {
     llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(counter, I64(stages)), b_.getInt32Ty());
     llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
@@ -1897,8 +2000,27 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       }
     }
     span_ = op.span;
-    Barrier();
-    issue(b_.CreateAdd(counter, I64(stages - 1)));
+    if (consumer) {
+      // This warp is done with a slot: this iteration's, or with products still in flight
+      // (deferred), the previous iteration's. Its lanes' reads come before lane 0's arrival.
+      bool previous = !deferred_carried.empty();
+      llvm::Value* done = previous ? b_.CreateSub(counter, I64(1)) : counter;
+      llvm::Value* live = b_.CreateICmpEQ(b_.CreateAnd(tid_, I32(31)), I32(0));
+      if (previous) live = b_.CreateAnd(live, b_.CreateICmpSGE(done, I64(0)));
+      Intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {I32(-1)});
+      llvm::BasicBlock* arrive = llvm::BasicBlock::Create(ctx_, "release", fn_);
+      llvm::BasicBlock* next = llvm::BasicBlock::Create(ctx_, "released", fn_);
+      b_.CreateCondBr(live, arrive, next);
+      b_.SetInsertPoint(arrive);
+      llvm::Value* empty = b_.CreateAdd(I32(stages), b_.CreateTrunc(b_.CreateURem(done, I64(stages)), b_.getInt32Ty()));
+      Intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_shared, {Mbarrier(empty)});
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    } else {
+      Barrier();
+      issue(b_.CreateAdd(counter, I64(stages - 1)));
+    }
+    turns_ = false;
     slots_[loop.counter.index].scalar = counter;
   } else if (ring_mma) {
     // Slot it % stages is read by this iteration's slices 1 .. S - 1 (loaded before the barrier
@@ -1978,6 +2100,17 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
   if (stages && !tma) Intrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {I32(0)});
+  if (consumer && specialized_->ping_pong) {
+    // Consumer 1 handed consumer 0 a turn after its last products (and one before the first, when
+    // the loop runs no iteration): consumer 0 takes it, so named barrier 2 ends empty.
+    llvm::BasicBlock* last = llvm::BasicBlock::Create(ctx_, "last.turn", fn_);
+    llvm::BasicBlock* after = llvm::BasicBlock::Create(ctx_, "after", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateLShr(tid_, I32(7)), I32(0)), last, after);
+    b_.SetInsertPoint(last);
+    Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {I32(2), I32(plan_.threads)});
+    b_.CreateBr(after);
+    b_.SetInsertPoint(after);
+  }
   if (!deferred_carried.empty()) {  // the last iteration's products
     hopper::WgmmaWait(b_, 0);
     for (std::size_t i : deferred_carried) {
@@ -1985,7 +2118,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       slots_[c.index].regs = hopper::FenceOperands(b_, slots_[c.index].regs);
     }
   }
-  if (tma) {
+  if (tma && !consumer) {
     Barrier();  // every thread is past its last wait
     IfThread0(nullptr, [&] {
       for (int s = 0; s < stages; ++s) Intrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {Mbarrier(I32(s))});
@@ -1997,6 +2130,158 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     slots_[r.index].regs =
         Val(c).space == tile::Space::Reg ? SameLayoutRegs(c, r, "the loop's result") : std::vector<llvm::Value*>{};
   }
+}
+
+// --- warp specialization ------------------------------------------------------------------------
+
+std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
+  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
+  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured.
+  if (plan_.target != synth::Target::Sm90a || plan_.threads % 128 || plan_.threads < 256 || plan_.threads + 128 > 1024)
+    return std::nullopt;
+  std::optional<OpId> found;
+  for (OpId id : k_.body)
+    if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined) {
+      if (found) return std::nullopt;  // one pipeline
+      found = id;
+    }
+  if (!found) return std::nullopt;
+  const tile::Op& op = k_.Get(*found);
+  const auto& loop = std::get<tile::op::Loop>(op.node);
+  for (OpId id : loop.body)
+    if (std::holds_alternative<tile::op::Loop>(k_.Get(id).node)) return std::nullopt;
+  Specialized s;
+  s.loop = *found;
+  std::vector<OpId> copies = CopySlice(loop, s.stages);
+  if (copies.empty()) return std::nullopt;
+  for (OpId id : copies)
+    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node) &&
+        !StartsWith(plan_.ops.at(id.index).instruction, "tma"))
+      return std::nullopt;
+  // What the producer computes before its loop: the top-level scalar and view ops that the copies
+  // and the bound read (block indices, sizes, the causal bound), and nothing else.
+  std::set<std::uint32_t> in_body, prelude;
+  for (OpId id : loop.body) in_body.insert(id.index);
+  std::function<bool(ValueId)> need = [&](ValueId v) {
+    const tile::Value& value = Val(v);
+    if (!value.def.valid() || in_body.count(value.def.index)) return true;  // a parameter, the counter, the body
+    const tile::Op& def = k_.Get(value.def);
+    bool pure =
+        std::holds_alternative<tile::op::View>(def.node) || std::holds_alternative<tile::op::ScalarOp>(def.node) ||
+        std::holds_alternative<tile::op::Constant>(def.node) || std::holds_alternative<tile::op::Size>(def.node) ||
+        std::holds_alternative<tile::op::BlockIdx>(def.node);
+    if (!pure) return false;
+    if (!prelude.insert(value.def.index).second) return true;
+    for (ValueId operand : tile::Operands(def))
+      if (!need(operand)) return false;
+    return true;
+  };
+  if (!need(loop.bound)) return std::nullopt;
+  for (OpId id : copies)
+    for (ValueId operand : tile::Operands(k_.Get(id)))
+      if (!need(operand)) return std::nullopt;
+  for (OpId id : k_.body) {
+    if (id == *found) break;
+    if (prelude.count(id.index)) s.prelude.push_back(id);
+  }
+  if (s.prelude.size() != prelude.size()) return std::nullopt;  // defined after the loop or nested
+  // Registers: the producer keeps 24 (FlashAttention-3's split); the consumer warpgroups share the
+  // rest of the file (64K registers: 512 a thread over the warpgroups), up to 256 a thread.
+  int consumers = static_cast<int>(plan_.threads / 128);
+  s.producer_registers = 24;
+  s.consumer_registers = std::min(256, (512 - s.producer_registers) / consumers / 8 * 8);
+  // Only where the consumers wait for their products in the body (attention): a loop whose only
+  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
+  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
+  std::vector<std::size_t> carried;
+  std::set<std::uint32_t> deferred = DeferrableWgmma(loop, carried);
+  bool waits = false;
+  for (OpId id : loop.body)
+    waits = waits || (StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index));
+  if (!waits) return std::nullopt;
+  s.ping_pong = consumers == 2 && ping_pong_;
+  return s;
+}
+
+void Emitter::EmitSpecialized() {
+  const Specialized& s = *specialized_;
+  span_ = k_.Get(s.loop).span;
+  // The ring's mbarriers before the roles part: full[i] (the producer's arrive.expect_tx and the
+  // copies' bytes) and empty[i] (one arrival per consumer warp).
+  IfThread0(nullptr, [&] {
+    for (int i = 0; i < s.stages; ++i) {
+      Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(i)), I32(1)});
+      Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(s.stages + i)), I32(plan_.threads / 32)});
+    }
+    hopper::FenceMbarrierInit(b_);
+  });
+  Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});  // every thread, the producer's too
+  llvm::BasicBlock* producer = llvm::BasicBlock::Create(ctx_, "producer", fn_);
+  llvm::BasicBlock* issuer = llvm::BasicBlock::Create(ctx_, "issuer", fn_);
+  llvm::BasicBlock* idle = llvm::BasicBlock::Create(ctx_, "idle", fn_);
+  llvm::BasicBlock* consumers = llvm::BasicBlock::Create(ctx_, "consumers", fn_);
+  b_.CreateCondBr(b_.CreateICmpUGE(tid_, I32(plan_.threads)), producer, consumers);
+  b_.SetInsertPoint(producer);
+  if (s.producer_registers) hopper::SetMaxNreg(b_, false, s.producer_registers);
+  b_.CreateCondBr(b_.CreateICmpEQ(tid_, I32(plan_.threads)), issuer, idle);
+  b_.SetInsertPoint(idle);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(issuer);
+  leader_ = b_.getTrue();
+  EmitProducer(s);
+  leader_ = nullptr;
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(consumers);
+  if (s.consumer_registers) hopper::SetMaxNreg(b_, true, s.consumer_registers);
+  consumers_only_ = true;
+  EmitBlock(k_.body);
+  consumers_only_ = false;
+}
+
+// The producer's loop: for each iteration, wait until every consumer warp is done with its slot
+// (the first round passes: parity 1 of a fresh barrier is the phase before it), arm full[slot] with
+// the iteration's bytes and issue its copies.
+void Emitter::EmitProducer(const Specialized& s) {
+  const tile::Op& op = k_.Get(s.loop);
+  const auto& loop = std::get<tile::op::Loop>(op.node);
+  for (OpId id : s.prelude) EmitOp(id);
+  int stages = 0;
+  std::vector<OpId> copies = CopySlice(loop, stages);
+  std::int64_t bytes = 0;
+  for (OpId id : copies)
+    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node)) bytes += TmaBytes(id, k_.Get(id).results.at(0));
+  span_ = op.span;
+  llvm::Value* bound = Scalar(loop.bound);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "produce", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "issue", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "produced", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* it = b_.CreatePHI(b_.getInt64Ty(), 2, "it");
+  it->addIncoming(I64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(it, bound), body, exit);
+  b_.SetInsertPoint(body);
+  llvm::Value* slot = b_.CreateURem(it, I64(stages));
+  llvm::Value* slot32 = b_.CreateTrunc(slot, b_.getInt32Ty());
+  llvm::Value* parity =
+      b_.CreateXor(b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(it, I64(stages)), I64(1)), b_.getInt32Ty()), I32(1));
+  WaitMbarrier(Mbarrier(b_.CreateAdd(I32(stages), slot32)), parity);
+  Prefetch p{slot, b_.getTrue()};
+  p.bar = Mbarrier(slot32);
+  hopper::MbarrierArriveExpectTx(b_, SharedAddress(p.bar), I32(bytes));
+  slots_[loop.counter.index].scalar = it;
+  for (OpId id : copies) {
+    const tile::Op& c = k_.Get(id);
+    span_ = c.span;
+    if (const auto* copy = std::get_if<tile::op::ToShared>(&c.node))
+      EmitToShared(id, c, *copy, &p);
+    else
+      EmitOp(id);
+  }
+  it->addIncoming(b_.CreateAdd(it, I64(1)), b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
 }
 
 // --- the entry ---------------------------------------------------------------------------------
@@ -2099,10 +2384,18 @@ DeviceKernel Emitter::Emit() {
     for (std::size_t i = g.extents.size(); i-- > 1;) g.strides[i - 1] = b_.CreateMul(g.strides[i], g.extents[i]);
     slots_[p.value.index].global = g;
   }
-  EmitBlock(k_.body);
+  if (warp_specialize_) specialized_ = FindSpecialization();
+  if (specialized_) {
+    mbarriers_ = std::max(mbarriers_, 2 * specialized_->stages + 1);  // full, empty, and one in place
+    out.threads = plan_.threads + 128;
+    EmitSpecialized();
+  } else {
+    EmitBlock(k_.body);
+  }
   if (scratch_bytes_ || mbarriers_)
     out.shared_bytes = MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16 + scratch_bytes_;
   out.tensor_maps = map_specs_;
+  out.protocols = protocols_;
   b_.CreateRetVoid();
   if (di_) di_->finalize();
 
@@ -2113,7 +2406,7 @@ DeviceKernel Emitter::Emit() {
                                                          b_.getInt32Ty(), static_cast<std::uint64_t>(value)))}));
   };
   md("kernel", 1);
-  md("maxntidx", plan_.threads);
+  md("maxntidx", out.threads);
   if (!map_specs_.empty()) {
     // The map parameters are grid constants (1-based argument indices): used where they are.
     std::vector<llvm::Metadata*> indices;
@@ -2196,9 +2489,21 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
   try {
     Emitter emitter(kernel, plan, ctx, *module);
     if (options.line_info) emitter.EnableLineInfo(sources);
+    if (!options.warp_specialize) emitter.DisableWarpSpecialization();
+    if (options.ping_pong) emitter.EnablePingPong();
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};
+  }
+  // The barrier protocol of each ring cannot deadlock (docs/scheduling.md): checked on every kernel
+  // emitted. A deadlock would be a compiler bug; the kernel is refused, never run.
+  for (const schedule::Protocol& p : out.protocols) {
+    schedule::ProtocolCheck check = schedule::CheckProtocol(p);
+    if (!check.deadlock_free)
+      return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::HostBuildFailed, kernel.span, kernel.name,
+                                                    "the barrier protocol of a pipeline (" + p.name +
+                                                        ") can deadlock: " + check.ToString() +
+                                                        " (a compiler bug; please report it)")};
   }
   std::string text;
   llvm::raw_string_ostream verify_out(text);

@@ -14,7 +14,8 @@
 //   4. every tensor map in `DeviceKernel::tensor_maps` order (sm_90a TMA copies): a 128-byte
 //      CUtensorMap by value (`.param .align 64 .b8 NAME[128]`), encoded by the host with
 //      weft_tensor_map_encode_tiled from the spec.
-// The block is `threads` x 1 x 1 with `shared_bytes` of dynamic shared memory; the grid is the
+// The block is DeviceKernel::threads x 1 x 1 (the kernel's threads, plus a producer warpgroup's
+// 128 when warp-specialized) with `shared_bytes` of dynamic shared memory; the grid is the
 // kernel's `grid` extents evaluated over the bound sizes (x = the first). `out` tensors must be
 // zero-filled before the launch (the kernel tier's meaning, docs/kernels.md). The host checks the
 // kernel's `where` facts before launching; the entry assumes them.
@@ -29,6 +30,7 @@
 #include "core/dim.h"
 #include "diagnostics/diagnostic.h"
 #include "layout/swizzle.h"
+#include "schedule/protocol.h"
 #include "synth/plan.h"
 #include "tile/ir.h"
 
@@ -56,10 +58,21 @@ struct DeviceKernel {
   std::int64_t shared_bytes = 0;  // dynamic shared memory per block
   std::vector<core::SizeVarId> sizes;
   std::vector<TensorMapSpec> tensor_maps;
+  // The barrier protocol of each pipelined loop's ring as emitted (the sm_90a TMA ring, the
+  // warp-specialized one, the sm_80 cp.async ring: schedule/protocol.h), which `weft build` checks
+  // for deadlock before using the kernel.
+  std::vector<schedule::Protocol> protocols;
 };
 
 struct Options {
   bool line_info = true;  // .loc/.file directives that point at the .weft source
+  // sm_90a: a producer warpgroup issues a pipeline's TMA copies (docs/codegen.md); the block is then
+  // `threads` of the kernel plus 128. Off: the whole block runs the ring, as on sm_80.
+  bool warp_specialize = true;
+  // ... and its two consumer warpgroups take turns at the tensor cores (ping-pong, FlashAttention-3's
+  // named-barrier hand-over). Off by default: measured slower on the H200 without the products of
+  // the next iteration issued before this one's vector work (docs/codegen.md).
+  bool ping_pong = false;
 };
 
 // The kernel's PTX for its plan's target. Errors are diagnostics at the op codegen cannot emit

@@ -55,6 +55,22 @@ void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::V
       "r,l,r,r,r", {dst, map, col, row, bar});
 }
 
+void SetMaxNreg(llvm::IRBuilder<>& b, bool increase, int registers) {
+  Asm(b, b.getVoidTy(),
+      std::string("setmaxnreg.") + (increase ? "inc" : "dec") + ".sync.aligned.u32 " + std::to_string(registers) + ";",
+      "", {});
+}
+
+llvm::Value* PackRound(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, bool bf16) {
+  auto* type = llvm::FunctionType::get(b.getInt32Ty(), {b.getFloatTy(), b.getFloatTy()}, false);
+  std::string text = std::string("cvt.rn.") + (bf16 ? "bf16x2" : "f16x2") + ".f32 $0, $1, $2;";
+  return b.CreateCall(llvm::InlineAsm::get(type, text, "=r,f,f", false), {hi, lo});
+}
+
+void BarArrive(llvm::IRBuilder<>& b, llvm::Value* id, llvm::Value* threads) {
+  Asm(b, b.getVoidTy(), "bar.arrive $0, $1;", "r,r", {id, threads});
+}
+
 void WgmmaFence(llvm::IRBuilder<>& b) {
   Asm(b, b.getVoidTy(), "wgmma.fence.sync.aligned;", "", {});
 }
@@ -84,7 +100,7 @@ void WgmmaWait(llvm::IRBuilder<>& b, int pending) {
 
 std::vector<llvm::Value*> Wgmma(llvm::IRBuilder<>& b, int n, bool bf16, const std::vector<llvm::Value*>& acc,
                                 llvm::Value* a_desc, const std::vector<llvm::Value*>& a_regs, llvm::Value* b_desc,
-                                bool trans_a, bool trans_b) {
+                                bool trans_a, bool trans_b, bool accumulate) {
   std::size_t d = acc.size();  // n / 2
   std::string outs, constraints;
   for (std::size_t i = 0; i < d; ++i) {
@@ -107,7 +123,7 @@ std::vector<llvm::Value*> Wgmma(llvm::IRBuilder<>& b, int n, bool bf16, const st
     a += "}";
   }
   std::string bd = operand(b_desc, "l");
-  std::string scale_d = operand(b.getInt32(1), "r");  // 1: D = A * B + D
+  std::string scale_d = operand(b.getInt32(accumulate ? 1 : 0), "r");  // 1: D = A * B + D; 0: D = A * B
   for (std::size_t i = 0; i < d; ++i) {
     args.push_back(acc[i]);
     constraints += "," + std::to_string(i);

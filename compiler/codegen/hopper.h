@@ -31,6 +31,17 @@ void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::V
 // 32-bit ones (device.cpp).
 void CpAsync16(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, llvm::Value* src_bytes = nullptr);
 
+// setmaxnreg.{inc,dec}.sync.aligned.u32: this warpgroup's registers per thread become `registers`
+// (a multiple of 8 in [24, 256]); every warp of the warpgroup executes it.
+void SetMaxNreg(llvm::IRBuilder<>& b, bool increase, int registers);
+
+// cvt.rn.{bf16x2,f16x2}.f32: two f32 values rounded and packed in one i32, `lo` in the low half
+// (one instruction where LLVM 19 emits two conversions and a move; sm_80 and later). Pure.
+llvm::Value* PackRound(llvm::IRBuilder<>& b, llvm::Value* lo, llvm::Value* hi, bool bf16);
+
+// bar.arrive `id`, `threads` (i32 values): this warp arrives at named barrier `id` without waiting.
+void BarArrive(llvm::IRBuilder<>& b, llvm::Value* id, llvm::Value* threads);
+
 void WgmmaFence(llvm::IRBuilder<>& b);
 // An empty asm statement that takes and returns `values` (CUTLASS's warpgroup_fence_operand): uses
 // of the results stay after the statements before it (a wgmma wait), in LLVM's scheduling too.
@@ -41,9 +52,10 @@ void WgmmaWait(llvm::IRBuilder<>& b, int pending);
 // wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{bf16|f16}: acc (n / 2 f32 values of the thread, in
 // the atom's C order) += A * B. A is a descriptor (i64) when `a_regs` is empty, else the thread's
 // four packed registers (i32) of the atom's A fragment; B is a descriptor. `trans_a`/`trans_b`: the
-// operand is MN-major. Returns the new accumulator values, valid after WgmmaWait.
+// operand is MN-major. `accumulate` false: D = A * B, the accumulator's values unread (its
+// registers may be undefined). Returns the new accumulator values, valid after WgmmaWait.
 std::vector<llvm::Value*> Wgmma(llvm::IRBuilder<>& b, int n, bool bf16, const std::vector<llvm::Value*>& acc,
                                 llvm::Value* a_desc, const std::vector<llvm::Value*>& a_regs, llvm::Value* b_desc,
-                                bool trans_a, bool trans_b);
+                                bool trans_a, bool trans_b, bool accumulate = true);
 
 }  // namespace weft::codegen::hopper

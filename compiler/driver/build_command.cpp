@@ -24,7 +24,6 @@
 #include "driver/explain_command.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
-#include "schedule/schedule.h"
 #include "syntax/parser.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
@@ -269,20 +268,7 @@ bool GenerateKernels(codegen::HostModule& program, synth::Target target, const S
       ok = false;
       continue;
     }
-    // The barrier protocol of each of its pipelines cannot deadlock (docs/scheduling.md): checked on
-    // every kernel emitted. A deadlock would be a compiler bug; it fails the build, not the GPU.
-    bool deadlock = false;
-    for (const schedule::EmittedProtocol& p : schedule::CheckEmitted(kernel, *plan)) {
-      if (p.check.deadlock_free) continue;
-      diagnostics.Emit(DiagnosticKind::HostBuildFailed, kernel.span, kernel.name,
-                       "the barrier protocol of a pipeline (" + p.protocol.name +
-                           ") can deadlock: " + p.check.ToString() + " (a compiler bug; please report it)");
-      deadlock = true;
-    }
-    if (deadlock) {
-      ok = false;
-      continue;
-    }
+    // codegen checks the barrier protocol of every pipeline it emits (a deadlock refuses the kernel).
     auto device = codegen::EmitKernel(kernel, *plan, sources);
     if (!device) {
       for (const Diagnostic& d : device.error()) diagnostics.Add(d);

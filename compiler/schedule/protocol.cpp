@@ -87,14 +87,16 @@ Protocol CpAsyncRingProtocol(int slots, int iterations) {
   return p;
 }
 
-Protocol WarpSpecializedProtocol(int slots, int iterations, int consumers, bool ping_pong, std::int64_t bytes) {
+Protocol WarpSpecializedProtocol(int slots, int iterations, int consumers, bool ping_pong, std::int64_t bytes,
+                                 const WarpSpecializedDetail& detail) {
   Protocol p;
   p.name = "warp-specialized";
   p.slots = slots;
   p.iterations = iterations;
+  int arrivals = std::max(1, detail.arrivals);
   for (int s = 0; s < slots; ++s) p.barriers.push_back(Barrier{Slot("full", s), false, 1});
   int empty0 = static_cast<int>(p.barriers.size());
-  for (int s = 0; s < slots; ++s) p.barriers.push_back(Barrier{Slot("empty", s), false, consumers});
+  for (int s = 0; s < slots; ++s) p.barriers.push_back(Barrier{Slot("empty", s), false, consumers * arrivals});
   int turn0 = static_cast<int>(p.barriers.size());
   ping_pong = ping_pong && consumers == 2;
   if (ping_pong) {
@@ -116,21 +118,33 @@ Protocol WarpSpecializedProtocol(int slots, int iterations, int consumers, bool 
   for (int c = 0; c < consumers; ++c) {
     ProtocolRole consumer{"consumer warpgroup " + std::to_string(c), {}};
     if (ping_pong && c == 1) consumer.program.push_back(Make(Action::kBarArrive, turn0, 0, "bar.arrive turn 0"));
+    auto release = [&](int it) {
+      for (int a = 0; a < arrivals; ++a)
+        consumer.program.push_back(
+            Make(Action::kArrive, empty0 + it % slots, it, "arrive " + Slot("empty", it % slots)));
+    };
     for (int it = 0; it < iterations; ++it) {
       int s = it % slots;
       Action wait = Make(Action::kWait, s, it, "wait " + Slot("full", s));
       wait.parity = (it / slots) & 1;
       consumer.program.push_back(wait);
-      if (ping_pong)
-        consumer.program.push_back(Make(Action::kBarSync, turn0 + c, it, "bar.sync turn " + std::to_string(c)));
-      consumer.program.push_back(Make(Action::kWork, -1, it, "products"));
-      // The other consumer's turn, except after consumer 1's last products (nobody waits for it).
-      if (ping_pong && !(c == 1 && it == iterations - 1))
-        consumer.program.push_back(
-            Make(Action::kBarArrive, turn0 + 1 - c, it, "bar.arrive turn " + std::to_string(1 - c)));
-      consumer.program.push_back(Make(Action::kWork, -1, it, "vector work"));
-      consumer.program.push_back(Make(Action::kArrive, empty0 + s, it, "arrive " + Slot("empty", s)));
+      for (int t = 0; t < std::max(1, detail.turns); ++t) {
+        if (ping_pong)
+          consumer.program.push_back(Make(Action::kBarSync, turn0 + c, it, "bar.sync turn " + std::to_string(c)));
+        consumer.program.push_back(Make(Action::kWork, -1, it, "products"));
+        if (ping_pong)
+          consumer.program.push_back(
+              Make(Action::kBarArrive, turn0 + 1 - c, it, "bar.arrive turn " + std::to_string(1 - c)));
+        consumer.program.push_back(Make(Action::kWork, -1, it, "vector work"));
+      }
+      if (!detail.release_previous)
+        release(it);
+      else if (it > 0)
+        release(it - 1);
     }
+    // Consumer 1's last hand-over, taken after the loop.
+    if (ping_pong && c == 0)
+      consumer.program.push_back(Make(Action::kBarSync, turn0, iterations, "bar.sync turn 0 (after the loop)"));
     p.roles.push_back(consumer);
   }
   return p;

@@ -84,12 +84,22 @@ struct ProtocolCheck {
 Protocol TmaRingProtocol(int slots, int iterations, std::int64_t bytes);
 // Today's sm_80 codegen: cp.async groups `slots - 1` ahead, wait_group(slots - 2), one bar.sync.
 Protocol CpAsyncRingProtocol(int slots, int iterations);
-// The warp-specialized lowering of a schedule: a producer warp waits empty[s] (parity flipped: the
-// first round passes), arms full[s] with the stage's bytes and issues the copies; each of `consumers`
-// warpgroups waits full[s] with parity (it / slots) & 1, works, and arrives on empty[s] (count =
-// consumers). With two consumers in ping-pong, named barriers hand the tensor cores from one to the
-// other: consumer c waits bar c before its products and arrives on bar 1 - c after issuing them.
-Protocol WarpSpecializedProtocol(int slots, int iterations, int consumers, bool ping_pong, std::int64_t bytes);
+// The warp-specialized lowering of a schedule (codegen/device.cpp): a producer warp waits empty[s]
+// (parity flipped: the first round passes), arms full[s] with the stage's bytes and issues the
+// copies; each of `consumers` warpgroups waits full[s] with parity (it / slots) & 1, works, and
+// arrives on empty[s] (`arrivals` times: once per warp; count = consumers * arrivals), or, with
+// `release_previous` (products still reading the slot after the body), on the previous iteration's
+// slot. With two consumers in ping-pong, named barriers hand the tensor cores from one to the
+// other `turns` times an iteration: consumer c waits bar c before its products and arrives on
+// bar 1 - c after issuing them; consumer 1 hands consumer 0 the first turn before the loop, and
+// consumer 0 takes consumer 1's last hand-over after it.
+struct WarpSpecializedDetail {
+  int arrivals = 1;
+  bool release_previous = false;
+  int turns = 1;
+};
+Protocol WarpSpecializedProtocol(int slots, int iterations, int consumers, bool ping_pong, std::int64_t bytes,
+                                 const WarpSpecializedDetail& detail = {});
 
 ProtocolCheck CheckProtocol(const Protocol& protocol, std::int64_t max_states = 2'000'000);
 

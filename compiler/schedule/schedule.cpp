@@ -468,16 +468,6 @@ void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
 
 }  // namespace
 
-std::vector<EmittedProtocol> CheckEmitted(const tile::Kernel& kernel, const synth::Plan& plan) {
-  std::vector<EmittedProtocol> out;
-  for (const Graph& g : BuildGraphs(kernel, plan, H100())) {
-    Protocol protocol = TodaysProtocol(g, plan);
-    ProtocolCheck check = CheckProtocol(protocol);
-    out.push_back(EmittedProtocol{std::move(protocol), std::move(check)});
-  }
-  return out;
-}
-
 Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options,
                const std::function<std::string(Span)>& where) {
   const Machine& machine = options.machine ? *options.machine : H100();

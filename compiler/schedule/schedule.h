@@ -98,15 +98,6 @@ struct Schedule {
 Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options = {},
                const std::function<std::string(Span)>& where = nullptr);
 
-// The barrier protocol code generation emits today for each `pipeline` of `kernel` (the TMA ring
-// on sm_90a, the cp.async ring on sm_80; docs/codegen.md), with its deadlock check: what `weft
-// build` runs on every kernel it emits, without the solver.
-struct EmittedProtocol {
-  Protocol protocol;
-  ProtocolCheck check;
-};
-std::vector<EmittedProtocol> CheckEmitted(const tile::Kernel& kernel, const synth::Plan& plan);
-
 // `weft explain`'s lines for the schedule (each prefixed by `indent`); `timings` adds solver time.
 std::string Print(const Schedule& schedule, bool timings, const std::string& indent = "  ");
 

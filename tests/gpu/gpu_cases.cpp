@@ -14,7 +14,8 @@
 //
 // A case file has one case per line (`#` starts a comment):
 //
-//   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--expect-error=TEXT...]
+//   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--no-warp-specialization]
+//        [--ping-pong] [--expect-error=TEXT...]
 //   stdlib/gemm.weft gemm_bf16 sm_80,sm_90a m=512 n=384 k=1024 --flops=2*m*n*k
 //
 // FILE is relative to --root (default: the current folder); TARGETS is one or more of sm_80 and
@@ -23,8 +24,10 @@
 // launch as a product of numbers, sizes and scalars, for gpu_check --time. --no-reference: a timing
 // case at a size the interpreter is too slow for; no inputs are written, gpu_check makes them with
 // `random` on the GPU machine. --expect-error=TEXT (the rest of the line): the sizes or scalars must
-// be refused (a broken `where` clause, say) with TEXT in the message; no folder is written. A case is
-// named KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
+// be refused (a broken `where` clause, say) with TEXT in the message; no folder is written.
+// --no-warp-specialization: the kernel generated without a producer warpgroup (codegen::Options),
+// to compare; --ping-pong: with codegen::Options::ping_pong on. A case is named
+// KERNEL-TARGET[-plain][-turns]-SIZES[-SCALAR_VALUE...].
 //
 // Inputs are fresh: the seed is random unless --seed gives it (it is printed, and each manifest
 // records its own, so a failure can be made again).
@@ -82,7 +85,9 @@ struct Line {
   std::vector<std::string> targets, assignments;
   std::string flops;
   bool reference = true;
-  std::string expect_error;  // --expect-error=TEXT: the sizes must be refused with TEXT in the message
+  bool warp_specialize = true;  // --no-warp-specialization: codegen::Options::warp_specialize off
+  bool ping_pong = false;       // --ping-pong: codegen::Options::ping_pong on
+  std::string expect_error;     // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
 // A checked `.weft` file, kept for every case that uses it.
@@ -249,7 +254,8 @@ class Generator {
   bool GenerateOne(const Line& line, const std::string& target_name, std::uint64_t seed) {
     // The case's name: KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
     Checked& checked = Check(line.source);
-    std::string name = line.kernel + "-" + target_name;
+    std::string name =
+        line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") + (line.ping_pong ? "-turns" : "");
     if (!checked.errors.empty())
       return Error(name, line.where + ": " + line.source + " does not check:\n" + checked.errors);
     const core::Def* def = checked.result.module.Find(line.kernel);
@@ -333,7 +339,10 @@ class Generator {
 
     auto plan = synth::Synthesize(*kernel, *target);
     if (!plan) return not_generated(RenderAll(checked.sources, plan.error()), false);
-    auto device = codegen::EmitKernel(*kernel, *plan, checked.sources);
+    codegen::Options codegen_options;
+    codegen_options.warp_specialize = line.warp_specialize;
+    codegen_options.ping_pong = line.ping_pong;
+    auto device = codegen::EmitKernel(*kernel, *plan, checked.sources, codegen_options);
     if (!device) return not_generated(RenderAll(checked.sources, device.error()), false);
 
     // The launch: tensors, sizes, scalars, tensor maps (device.h).
@@ -611,6 +620,10 @@ int Main(int argc, char** argv) {
           line.flops = w[k].substr(8);
         else if (w[k] == "--no-reference")
           line.reference = false;
+        else if (w[k] == "--no-warp-specialization")
+          line.warp_specialize = false;
+        else if (w[k] == "--ping-pong")
+          line.ping_pong = true;
         else if (w[k].rfind("--expect-error=", 0) == 0) {
           for (line.expect_error = w[k].substr(15); ++k < w.size();) line.expect_error += " " + w[k];
           if (line.expect_error.empty()) Usage(line.where + ": --expect-error= needs the text of the error");
@@ -618,7 +631,8 @@ int Main(int argc, char** argv) {
           line.assignments.push_back(w[k]);
         else
           Usage(line.where + ": `" + w[k] +
-                "` is neither NAME=VALUE nor --flops=EXPR, --no-reference or --expect-error=TEXT");
+                "` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
+                "--ping-pong or --expect-error=TEXT");
       }
       lines.push_back(std::move(line));
     }

@@ -472,7 +472,8 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
   fs::remove_all(bad.out);
   Generated option = RunGpuCases("option", "gen.weft copy sm_80 m=64 --fast\n");
   CHECK(option.ran.status == 2);
-  CHECK(option.ran.output.find("`--fast` is neither NAME=VALUE nor --flops=EXPR, --no-reference or --expect-error") !=
-        std::string::npos);
+  CHECK(option.ran.output.find(
+            "`--fast` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
+            "--ping-pong or --expect-error") != std::string::npos);
   fs::remove_all(option.out);
 }

@@ -30,7 +30,7 @@ const std::vector<std::string>& KernelFiles() {
   return files;
 }
 
-std::vector<Emitted> EmitFile(const std::string& file, synth::Target target) {
+std::vector<Emitted> EmitFile(const std::string& file, synth::Target target, const Options& codegen_options) {
   std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/" + file);
   std::stringstream text;
   text << in.rdbuf();
@@ -59,7 +59,7 @@ std::vector<Emitted> EmitFile(const std::string& file, synth::Target target) {
     if (plan) {
       e.synthesized = true;
       for (std::size_t i = 0; i < plan->ops.size(); ++i) e.tma_copies += plan->ops[i].instruction.rfind("tma", 0) == 0;
-      auto device = EmitKernel(*kernel, *plan, sources);
+      auto device = EmitKernel(*kernel, *plan, sources, codegen_options);
       if (device) {
         e.device = std::move(*device);
       } else {

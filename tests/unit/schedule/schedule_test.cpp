@@ -325,31 +325,6 @@ TEST_CASE("barrier protocols of every stdlib kernel on both targets cannot deadl
   CHECK(checked >= 20);  // gemm's 7 and attention's 4 kernels, on two targets
 }
 
-TEST_CASE("CheckEmitted: what weft build checks is today's ring for each pipeline of every stdlib kernel") {
-  int pipelines = 0;
-  for (const std::string& file : StdlibFiles()) {
-    for (auto target : {synth::Target::Sm80, synth::Target::Sm90a}) {
-      auto c = Cached(file, target);
-      for (std::size_t k = 0; k < c->kernels.size(); ++k) {
-        INFO(file << " " << c->kernels[k].name << " " << synth::Spelling(target));
-        std::vector<EmittedProtocol> emitted = CheckEmitted(c->kernels[k], c->plans[k]);
-        std::vector<Graph> graphs = BuildGraphs(c->kernels[k], c->plans[k], H100());
-        REQUIRE(emitted.size() == graphs.size());
-        for (std::size_t i = 0; i < emitted.size(); ++i) {
-          CHECK(emitted[i].check.deadlock_free);
-          CHECK(emitted[i].protocol.slots == std::max(1, graphs[i].plan_stages));
-          Protocol today = target == synth::Target::Sm90a
-                               ? TmaRingProtocol(emitted[i].protocol.slots, 1, graphs[i].stage_bytes)
-                               : CpAsyncRingProtocol(emitted[i].protocol.slots, 1);
-          CHECK(emitted[i].protocol.name == today.name);
-          ++pipelines;
-        }
-      }
-    }
-  }
-  CHECK(pipelines >= 20);
-}
-
 TEST_CASE("barrier check: a missing arrive deadlocks and names the waits") {
   Protocol p = WarpSpecializedProtocol(2, 5, 2, false, 32768);
   // Consumer warpgroup 1 forgets to release slot 0 after iteration 0.

@@ -1,0 +1,124 @@
+// Warp specialization (docs/codegen.md, "Warp specialization"): which sm_90a kernels get a producer
+// warpgroup, what their PTX holds (setmaxnreg, the empty barriers' arrivals, named barriers among the
+// consumers only), and the barrier protocol of every ring as emitted (DeviceKernel::protocols), which
+// EmitKernel checks for deadlock on every kernel: here every kernel of kernels.h's files, both
+// targets.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "kernels.h"
+#include "schedule/protocol.h"
+
+namespace weft::codegen::testing {
+namespace {
+
+bool Has(const std::string& ptx, const std::string& what) {
+  return ptx.find(what) != std::string::npos;
+}
+
+const Emitted& Find(const std::vector<Emitted>& all, const std::string& kernel) {
+  auto it = std::find_if(all.begin(), all.end(), [&](const Emitted& e) { return e.kernel == kernel; });
+  REQUIRE(it != all.end());
+  REQUIRE(it->device.has_value());
+  return *it;
+}
+
+TEST_CASE("codegen: stdlib attention_d128 on sm_90a has a producer warpgroup") {
+  auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const Emitted& e = Find(all, "attention_d128");
+  const DeviceKernel& d = *e.device;
+  const std::string& ptx = d.ptx;
+  CHECK(d.threads == 256 + 128);  // two consumer warpgroups and the producer's
+  CHECK(Has(ptx, ".maxntid 384, 1, 1"));
+  CHECK(Has(ptx, "setmaxnreg.dec.sync.aligned.u32 24;"));
+  CHECK(Has(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"));
+  CHECK(Has(ptx, "mbarrier.arrive.shared.b64"));  // a consumer warp releases its slot
+  CHECK(Has(ptx, "bar.warp.sync"));
+  CHECK(Has(ptx, "barrier.sync \t1, 256;"));  // the consumers' barrier, not the producer's
+  CHECK(Has(ptx, "cvt.rn.bf16x2.f32"));       // P packed for P V in one conversion a pair
+  CHECK_FALSE(Has(ptx, "bar.arrive"));        // no ping-pong by default
+  REQUIRE(d.protocols.size() == 1);
+  const schedule::Protocol& p = d.protocols[0];
+  CHECK(p.name == "warp-specialized");
+  REQUIRE(p.roles.size() == 3);  // producer, two consumer warpgroups
+  CHECK(p.roles[0].name == "producer warp");
+  // empty[s] counts one arrival per consumer warp.
+  auto empty = std::find_if(p.barriers.begin(), p.barriers.end(),
+                            [](const schedule::Barrier& b) { return b.name == "empty[0]"; });
+  REQUIRE(empty != p.barriers.end());
+  CHECK(empty->count == 8);
+  CHECK(schedule::CheckProtocol(p).deadlock_free);
+}
+
+TEST_CASE("codegen: ping-pong hands the tensor cores over with named barriers and no deadlock") {
+  auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const Emitted& plain = Find(all, "attention_d128");
+  // The same kernel with Options::ping_pong: regenerate it through EmitFile's source.
+  Options options;
+  options.ping_pong = true;
+  auto turns = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, options);
+  const Emitted& e = Find(turns, "attention_d128");
+  CHECK(Has(e.device->ptx, "bar.arrive"));
+  CHECK_FALSE(Has(plain.device->ptx, "bar.arrive"));
+  REQUIRE(e.device->protocols.size() == 1);
+  const schedule::Protocol& p = e.device->protocols[0];
+  CHECK(std::count_if(p.barriers.begin(), p.barriers.end(), [](const schedule::Barrier& b) { return b.named; }) == 2);
+  CHECK(schedule::CheckProtocol(p).deadlock_free);
+  // Without consumer 1's first hand-over, both wait for the other's turn at their first product.
+  schedule::Protocol broken = p;
+  auto& c1 = broken.roles[2].program;
+  REQUIRE(c1.front().kind == schedule::Action::kBarArrive);
+  c1.erase(c1.begin());
+  schedule::ProtocolCheck r = schedule::CheckProtocol(broken);
+  CHECK_FALSE(r.deadlock_free);
+}
+
+TEST_CASE("codegen: which kernels are warp-specialized") {
+  // The gemm (its only product a deferred accumulator) keeps the TMA ring; one consumer warpgroup
+  // (128 threads) keeps it too; sm_80 has the cp.async ring.
+  auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a);
+  const Emitted& g = Find(gemm, "gemm_bf16");
+  CHECK(g.device->threads == 256);
+  REQUIRE(g.device->protocols.size() == 1);
+  CHECK(g.device->protocols[0].name == "today's sm_90a TMA ring");
+  Options off;
+  off.warp_specialize = false;
+  auto plain = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
+  const Emitted& a = Find(plain, "attention_d128");
+  CHECK(a.device->threads == 256);
+  CHECK_FALSE(Has(a.device->ptx, "setmaxnreg"));
+  REQUIRE(a.device->protocols.size() == 1);
+  CHECK(a.device->protocols[0].name == "today's sm_90a TMA ring");
+  auto sm80 = EmitFile("stdlib/attention.weft", synth::Target::Sm80);
+  const Emitted& b = Find(sm80, "attention_d128");
+  CHECK(b.device->threads == 256);
+  REQUIRE(b.device->protocols.size() == 1);
+  CHECK(b.device->protocols[0].name == "today's sm_80 cp.async ring");
+}
+
+TEST_CASE("codegen: the protocol of every ring as emitted is deadlock-free on both targets") {
+  int rings = 0, specialized = 0;
+  for (synth::Target target : {synth::Target::Sm80, synth::Target::Sm90a})
+    for (const std::string& file : KernelFiles())
+      for (const Emitted& e : EmitFile(file, target)) {
+        if (!e.synthesized) continue;
+        INFO(e.file << ": " << e.kernel << " on " << synth::Spelling(target) << "\n" << e.diagnostics);
+        REQUIRE(e.device.has_value());  // EmitKernel refuses a kernel whose protocol deadlocks
+        for (const schedule::Protocol& p : e.device->protocols) {
+          CHECK(schedule::CheckProtocol(p).deadlock_free);
+          CHECK(p.slots >= 2);
+          ++rings;
+          specialized += p.name == "warp-specialized";
+        }
+        // A warp-specialized kernel launches a producer warpgroup past the kernel's threads.
+        bool ws = std::any_of(e.device->protocols.begin(), e.device->protocols.end(),
+                              [](const schedule::Protocol& p) { return p.name == "warp-specialized"; });
+        CHECK(Has(e.device->ptx, "setmaxnreg") == ws);
+      }
+  CHECK(rings >= 20);
+  CHECK(specialized >= 2);  // attention_d128 and attention_d128_bf16
+}
+
+}  // namespace
+}  // namespace weft::codegen::testing
