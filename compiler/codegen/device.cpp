@@ -252,6 +252,8 @@ class Emitter {
     bool ping_pong = false;
   };
   std::optional<Specialized> FindSpecialization();
+  // The kernel's body; twice when a pipeline's body reads a bool parameter (EmitBody).
+  void EmitBody();
   void EmitSpecialized();
   void EmitProducer(const Specialized& s);
   std::optional<Specialized> specialized_;
@@ -2132,6 +2134,37 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   }
 }
 
+// --- the body, unswitched on a flag ------------------------------------------------------------
+
+// A bool parameter that the body of a pipeline reads (attention's `causal`) is a branch taken once:
+// the body is emitted for `true` and for `false`, so that LLVM folds what the flag decides inside
+// the loop (the mask's compare and select per score when it is false). LLVM's own loop unswitching
+// declines bodies this large. One flag at most (two copies of the code).
+void Emitter::EmitBody() {
+  std::optional<ValueId> flag;
+  for (OpId id : k_.body)
+    if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined)
+      for (OpId inner : loop->body)
+        for (ValueId v : tile::Operands(k_.Get(inner)))
+          for (const tile::Param& p : k_.params)
+            if (!flag && p.value == v && Val(v).space == tile::Space::Scalar && Val(v).dtype == Dtype::Bool) flag = v;
+  if (!flag) return EmitBlock(k_.body);
+  llvm::Value* runtime = slots_[flag->index].scalar;
+  llvm::BasicBlock* on = llvm::BasicBlock::Create(ctx_, "flag.true", fn_);
+  llvm::BasicBlock* off = llvm::BasicBlock::Create(ctx_, "flag.false", fn_);
+  b_.CreateCondBr(runtime, on, off);
+  b_.SetInsertPoint(on);
+  slots_[flag->index].scalar = b_.getTrue();
+  EmitBlock(k_.body);
+  b_.CreateRetVoid();
+  std::size_t once = protocols_.size();
+  b_.SetInsertPoint(off);
+  slots_[flag->index].scalar = b_.getFalse();
+  EmitBlock(k_.body);
+  protocols_.resize(once);  // the same rings twice: each protocol once
+  slots_[flag->index].scalar = runtime;
+}
+
 // --- warp specialization ------------------------------------------------------------------------
 
 std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
@@ -2234,7 +2267,7 @@ void Emitter::EmitSpecialized() {
   b_.SetInsertPoint(consumers);
   if (s.consumer_registers) hopper::SetMaxNreg(b_, true, s.consumer_registers);
   consumers_only_ = true;
-  EmitBlock(k_.body);
+  EmitBody();
   consumers_only_ = false;
 }
 
@@ -2390,7 +2423,7 @@ DeviceKernel Emitter::Emit() {
     out.threads = plan_.threads + 128;
     EmitSpecialized();
   } else {
-    EmitBlock(k_.body);
+    EmitBody();
   }
   if (scratch_bytes_ || mbarriers_)
     out.shared_bytes = MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16 + scratch_bytes_;

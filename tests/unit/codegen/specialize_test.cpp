@@ -74,6 +74,24 @@ TEST_CASE("codegen: ping-pong hands the tensor cores over with named barriers an
   CHECK_FALSE(r.deadlock_free);
 }
 
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("codegen: a pipeline reading a bool parameter is emitted once for each value") {
+  // attention_d128's body reads `causal`: two copies of the loop (16 wgmma each, 128 x 128 x 128
+  // twice over 8 k-steps a warpgroup), the mask's 64 selects a thread only in the causal one.
+  auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const std::string& ptx = Find(all, "attention_d128").device->ptx;
+  CHECK(Count(ptx, "wgmma.mma_async") == 32);
+  CHECK(Count(ptx, "selp.f32") == 64);
+  // The gemm has no bool parameter: one copy.
+  auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a);
+  CHECK(Count(Find(gemm, "gemm_bf16").device->ptx, "wgmma.mma_async") == 4);  // m64n256, 4 k-steps
+}
+
 TEST_CASE("codegen: which kernels are warp-specialized") {
   // The gemm (its only product a deferred accumulator) keeps the TMA ring; one consumer warpgroup
   // (128 threads) keeps it too; sm_80 has the cp.async ring.
