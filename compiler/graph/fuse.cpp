@@ -352,8 +352,8 @@ class Fuser {
   }
 
   // The stdlib attention kernel of the pattern whose `@` is `out`, with the group's `why`; or none,
-  // with `why` saying so when only the sizes keep the pattern from the kernel. Head dim 64 takes
-  // keys in blocks of 64, head dim 128 in blocks of 128 (stdlib/attention.weft).
+  // with `why` saying so when only the sizes keep the pattern from the kernel. Both head dims take
+  // 128 queries a block and keys in blocks of 128 (stdlib/attention.weft).
   std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why) const {
     auto is = [&](NodeId id, Kind kind, std::string_view fn) {
       const Node& n = Get(id);
@@ -405,10 +405,9 @@ class Fuser {
     // file gives are known only at run time, and the pattern has no fallback kernel: then it is
     // its parts).
     std::string kernel = "attention_d" + std::to_string(*dim) + "_bf16";
-    std::int64_t keys = *dim;  // the kernel's block of keys
-    std::string clause = "s % 128 == 0 and t % " + std::to_string(keys) + " == 0";
+    const std::string clause = "s % 128 == 0 and t % 128 == 0";
     std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
-    if (s_len && t_len && *s_len % 128 == 0 && *t_len % keys == 0) {
+    if (s_len && t_len && *s_len % 128 == 0 && *t_len % 128 == 0) {
       why = "softmax(q k^T / sqrt(d)) v, not causal; " + clause + " hold for its constant sizes";
       return kernel;
     }

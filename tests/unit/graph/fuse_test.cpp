@@ -84,32 +84,31 @@ TEST_CASE("attention whose sizes the kernel's tiles do not divide or are known o
   }
 }
 
-TEST_CASE("attention at head dim 128 takes keys in blocks of 128", "[graph]") {
-  // attention_d128_bf16's `where` clause is t % 128 == 0 (attention_d64_bf16's t % 64 == 0): 512
-  // keys are its, 192 (a multiple of 64) are the pattern's parts with the reason on the row kernel.
-  std::string text = kAttention;
-  for (std::size_t at = text.find(", 64]"); at != std::string::npos; at = text.find(", 64]"))
-    text.replace(at, 5, ", 128]");
-  auto p = Build(text);
-  Plan plan = Fuse(p->graph);
-  REQUIRE(Count(plan, GroupKind::Attention) == 1);
-  CHECK(First(plan, GroupKind::Attention)->kernel == "attention_d128_bf16");
-  CHECK(First(plan, GroupKind::Attention)->why.find("t % 128 == 0 hold") != std::string::npos);
-  for (std::size_t at = text.find("512"); at != std::string::npos; at = text.find("512")) text.replace(at, 3, "192");
-  auto q = Build(text);
-  Plan parts = Fuse(q->graph);
-  CHECK(Count(parts, GroupKind::Attention) == 0);
-  REQUIRE(Count(parts, GroupKind::Rows) == 1);
-  CHECK(First(parts, GroupKind::Rows)->why ==
-        "not the stdlib attention_d128_bf16: its `where` clause, s % 128 == 0 and t % 128 == 0, must hold for "
-        "constant sizes (it has no fallback kernel); here s = 256 and t = 192");
-  // At head dim 64 the same 192 keys are attention_d64_bf16's.
-  std::string d64 = kAttention;
-  for (std::size_t at = d64.find("512"); at != std::string::npos; at = d64.find("512")) d64.replace(at, 3, "192");
-  auto r = Build(d64);
-  Plan fused = Fuse(r->graph);
-  REQUIRE(Count(fused, GroupKind::Attention) == 1);
-  CHECK(First(fused, GroupKind::Attention)->kernel == "attention_d64_bf16");
+TEST_CASE("attention at head dims 64 and 128 takes keys in blocks of 128", "[graph]") {
+  // attention_d64_bf16's and attention_d128_bf16's `where` clause is s % 128 == 0, t % 128 == 0:
+  // 512 keys are theirs, 192 (a multiple of 64) are the pattern's parts with the reason on the row
+  // kernel.
+  for (const char* dim : {"64", "128"}) {
+    INFO("head dim " << dim);
+    std::string text = kAttention;
+    for (std::size_t at = text.find(", 64]"); at != std::string::npos; at = text.find(", 64]", at + 1))
+      text.replace(at, 5, std::string(", ") + dim + "]");
+    std::string kernel = std::string("attention_d") + dim + "_bf16";
+    auto p = Build(text);
+    Plan plan = Fuse(p->graph);
+    REQUIRE(Count(plan, GroupKind::Attention) == 1);
+    CHECK(First(plan, GroupKind::Attention)->kernel == kernel);
+    CHECK(First(plan, GroupKind::Attention)->why.find("s % 128 == 0 and t % 128 == 0 hold") != std::string::npos);
+    for (std::size_t at = text.find("512"); at != std::string::npos; at = text.find("512")) text.replace(at, 3, "192");
+    auto q = Build(text);
+    Plan parts = Fuse(q->graph);
+    CHECK(Count(parts, GroupKind::Attention) == 0);
+    REQUIRE(Count(parts, GroupKind::Rows) == 1);
+    CHECK(First(parts, GroupKind::Rows)->why ==
+          "not the stdlib " + kernel +
+              ": its `where` clause, s % 128 == 0 and t % 128 == 0, must hold for constant sizes (it has no fallback "
+              "kernel); here s = 256 and t = 192");
+  }
 }
 
 TEST_CASE("products choose the stdlib gemm that computes them and the generic one fuses its epilogue", "[graph]") {
