@@ -9,6 +9,7 @@
 
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "driver/kernel_call.h"
 #include "graph/graph.h"
 #include "syntax/parser.h"
 #include "synth/explain.h"
@@ -83,13 +84,30 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
 }
 
 int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
-  bool explained = false;
+  bool explained = false, bad_usage = false;
   int status = ForEachKernel(
       options, err,
       [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources, Diagnostics&, int index) {
         synth::ExplainOptions explain;
         explain.timings = options.timings;
         explain.sources = &sources;
+        explain.machine = options.machine;
+        if (!options.sizes.empty() || !options.scalars.empty()) {
+          // The cost model's sizes and scalars, checked as `weft simulate` checks them (every size,
+          // the `where` clause, the scalars' types); scalars not given stay 0 or false.
+          auto call = PrepareKernelCall(kernel, options.kernel, options.sizes, options.scalars, 1, false, err);
+          if (!call) {
+            bad_usage = true;
+            return;
+          }
+          for (const auto& [var, value] : call->sizes) explain.sizes[kernel.size_names.at(var)] = value;
+          for (const std::string& text : options.scalars) {
+            std::string name = text.substr(0, text.find('=')), value = text.substr(text.find('=') + 1);
+            explain.scalars[name] = value == "true"    ? 1.0
+                                    : value == "false" ? 0.0
+                                                       : std::strtod(value.c_str(), nullptr);
+          }
+        }
         if (index > 1) out << "\n";
         out << synth::Explain(kernel, plan, explain);
         explained = true;
@@ -105,7 +123,7 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
         out << graph::Summary(*graph, graph::Fuse(*graph), vars, sources);
       });
   out.flush();
-  return status;
+  return bad_usage ? 2 : status;
 }
 
 }  // namespace weft::driver

@@ -80,14 +80,21 @@ constexpr CommandInfo kCommands[] = {
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"explain", Command::Explain, "show the layouts and instructions synthesized for each kernel of FILE",
      "usage: weft explain FILE [--kernel NAME] [--target sm_80|sm_90a] [--no-timings]\n"
+     "                    [--size NAME=N... [--scalar NAME=VALUE...]] [--machine h100|h200]\n"
      "\n"
      "Checks FILE, lowers each kernel to the tile IR and synthesizes its layouts and instructions for\n"
      "the target (docs/synthesis.md). Prints, per kernel, the block size, shared memory, estimated\n"
      "registers and how the choice was made; per tile, its shape, space, layout in CuTe notation,\n"
      "swizzle, the instructions that make and move it, bank conflicts per access and bytes moved.\n"
+     "A kernel with a `pipeline` gets its schedule and predicted time (docs/scheduling.md).\n"
      "  --kernel NAME     only this kernel\n"
      "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
      "  --no-timings      leave out the solver's time (for golden tests)\n"
+     "  --size NAME=N     predict the time at this size (`--size m=2048`), once per size (all of them;\n"
+     "                    with --kernel); without: 4096, or 16 for a size of leading axes only\n"
+     "  --scalar NAME=V   a scalar parameter's value for the prediction (`--scalar causal=true`; with\n"
+     "                    --kernel); without: 0 or false\n"
+     "  --machine M       the GPU the time is predicted for: h100 (the default) or h200\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"build", Command::Build, "compile FILE's `def main` and its kernels to an executable, or print device code",
      "usage: weft build FILE -o EXE [--target sm_90a|sm_80]\n"
@@ -256,10 +263,18 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       target_given = true;
     } else if (options.command == Command::Explain && args[i] == "--no-timings") {
       options.timings = false;
-    } else if (options.command == Command::Simulate && TakeValue(args, i, "size", value)) {
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+               TakeValue(args, i, "size", value)) {
       options.sizes.push_back(value);
-    } else if (options.command == Command::Simulate && TakeValue(args, i, "scalar", value)) {
+    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+               TakeValue(args, i, "scalar", value)) {
       options.scalars.push_back(value);
+    } else if (options.command == Command::Explain && TakeValue(args, i, "machine", value)) {
+      if (value != "h100" && value != "h200") {
+        error = "unknown value `" + value + "` for --machine; expected `h100` or `h200`";
+        return std::nullopt;
+      }
+      options.machine = value;
     } else if (options.command == Command::Simulate && TakeValue(args, i, "seed", value)) {
       options.seed = std::strtoull(value.c_str(), nullptr, 10);
     } else if (TakeValue(args, i, "color", value)) {
@@ -313,6 +328,11 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
   }
   if (options.command == Command::Run && options.cpu && options.gpu) {
     error = "`weft run` takes --cpu or --gpu, not both";
+    return std::nullopt;
+  }
+  if (options.command == Command::Explain && options.kernel.empty() &&
+      (!options.sizes.empty() || !options.scalars.empty())) {
+    error = "`weft explain --size/--scalar` needs --kernel NAME: the sizes are one kernel's";
     return std::nullopt;
   }
   if (options.command == Command::Simulate && options.kernel.empty()) {

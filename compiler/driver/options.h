@@ -37,10 +37,12 @@ struct Options {
   std::string kernel;
   std::string target = "sm_80";  // `weft build`: sm_90a unless --target says otherwise
   std::vector<std::string> sizes;
-  std::vector<std::string> scalars;  // simulate: `name=value` of scalar parameters (random otherwise)
+  std::vector<std::string> scalars;  // simulate, explain: `name=value` of scalar parameters
   std::uint64_t seed = 1;
-  // `weft explain` (with --kernel and --target above): print the solver's time.
+  // `weft explain` (with --kernel and --target above): print the solver's time; the GPU the cost
+  // model predicts for (`h100`, `h200`); `sizes` and `scalars` above are its inputs.
   bool timings = true;
+  std::string machine = "h100";
 };
 
 // Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.

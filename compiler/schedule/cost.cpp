@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
+#include <queue>
+#include <set>
 
 #include "schedule/schedule.h"
 
@@ -11,18 +15,68 @@ namespace weft::schedule {
 
 namespace {
 
+using tile::OpId;
 using tile::ValueId;
 
-// Scalars of the kernel at given sizes: block indices 0, scalar parameters 0 (false).
+bool StartsWith(const std::string& s, std::string_view prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+bool IsInteger(Dtype d) {
+  return d != Dtype::F32 && d != Dtype::F64 && d != Dtype::F16 && d != Dtype::BF16;
+}
+
+std::optional<double> Apply(const std::string& f, const std::vector<double>& a, bool integer) {
+  if (a.size() == 2) {
+    if (f == "+") return a[0] + a[1];
+    if (f == "-") return a[0] - a[1];
+    if (f == "*") return a[0] * a[1];
+    if (f == "/") return a[1] == 0 ? std::nullopt : std::optional(integer ? std::floor(a[0] / a[1]) : a[0] / a[1]);
+    if (f == "%") return a[1] == 0 ? std::nullopt : std::optional(a[0] - a[1] * std::floor(a[0] / a[1]));
+    if (f == "maximum") return std::max(a[0], a[1]);
+    if (f == "minimum") return std::min(a[0], a[1]);
+    if (f == "==") return double(a[0] == a[1]);
+    if (f == "!=") return double(a[0] != a[1]);
+    if (f == "<") return double(a[0] < a[1]);
+    if (f == "<=") return double(a[0] <= a[1]);
+    if (f == ">") return double(a[0] > a[1]);
+    if (f == ">=") return double(a[0] >= a[1]);
+    if (f == "&&") return double(a[0] != 0 && a[1] != 0);
+    if (f == "||") return double(a[0] != 0 || a[1] != 0);
+  }
+  if (a.size() == 3 && f == "select") return a[0] != 0 ? a[1] : a[2];
+  if (a.size() == 1 && f == "negate") return -a[0];
+  if (a.size() == 1 && f == "not") return double(a[0] == 0);
+  return std::nullopt;
+}
+
+// Scalars of the kernel at given sizes, block indices and scalar parameters (0 when not given).
 class Scalars {
  public:
-  Scalars(const tile::Kernel& kernel, std::function<std::int64_t(core::SizeVarId)> size)
-      : kernel_(kernel), size_(std::move(size)) {}
+  Scalars(const tile::Kernel& kernel, std::function<std::int64_t(core::SizeVarId)> size,
+          const std::map<std::uint32_t, double>& params)
+      : kernel_(kernel), size_(std::move(size)), params_(params) {}
+
+  void SetBlock(const std::vector<std::int64_t>& block) {
+    block_ = block;
+    cache_.clear();
+  }
 
   std::optional<double> Get(ValueId v, int depth = 0) {
     if (depth > 64) return std::nullopt;
+    if (auto it = cache_.find(v.index); it != cache_.end()) return it->second;
+    auto r = Compute(v, depth);
+    cache_[v.index] = r;
+    return r;
+  }
+
+ private:
+  std::optional<double> Compute(ValueId v, int depth) {
     const tile::Value& value = kernel_.Get(v);
-    if (!value.def.valid()) return 0.0;  // a scalar parameter
+    if (!value.def.valid()) {  // a scalar parameter
+      auto it = params_.find(v.index);
+      return it == params_.end() ? 0.0 : it->second;
+    }
     const tile::OpNode& node = kernel_.Get(value.def).node;
     if (const auto* c = std::get_if<tile::op::Constant>(&node)) {
       return std::visit([](auto x) { return static_cast<double>(x); }, c->value);
@@ -32,7 +86,10 @@ class Scalars {
       if (!r) return std::nullopt;
       return static_cast<double>(*r);
     }
-    if (std::holds_alternative<tile::op::BlockIdx>(node)) return 0.0;
+    if (const auto* b = std::get_if<tile::op::BlockIdx>(&node)) {
+      auto axis = static_cast<std::size_t>(b->axis);
+      return axis < block_.size() ? static_cast<double>(block_[axis]) : 0.0;
+    }
     const auto* op = std::get_if<tile::op::ScalarOp>(&node);
     if (!op) return std::nullopt;
     std::vector<double> a;
@@ -41,46 +98,199 @@ class Scalars {
       if (!x) return std::nullopt;
       a.push_back(*x);
     }
-    const std::string& f = op->fn;
-    bool integer = IsInteger(value.dtype);
-    if (a.size() == 2) {
-      if (f == "+") return a[0] + a[1];
-      if (f == "-") return a[0] - a[1];
-      if (f == "*") return a[0] * a[1];
-      if (f == "/") return a[1] == 0 ? std::nullopt : std::optional(integer ? std::floor(a[0] / a[1]) : a[0] / a[1]);
-      if (f == "%") return a[1] == 0 ? std::nullopt : std::optional(a[0] - a[1] * std::floor(a[0] / a[1]));
-      if (f == "maximum") return std::max(a[0], a[1]);
-      if (f == "minimum") return std::min(a[0], a[1]);
-      if (f == "==") return double(a[0] == a[1]);
-      if (f == "!=") return double(a[0] != a[1]);
-      if (f == "<") return double(a[0] < a[1]);
-      if (f == "<=") return double(a[0] <= a[1]);
-      if (f == ">") return double(a[0] > a[1]);
-      if (f == ">=") return double(a[0] >= a[1]);
-      if (f == "&&") return double(a[0] != 0 && a[1] != 0);
-      if (f == "||") return double(a[0] != 0 || a[1] != 0);
-    }
-    if (a.size() == 3 && f == "select") return a[0] != 0 ? a[1] : a[2];
-    if (a.size() == 1 && f == "negate") return -a[0];
-    return std::nullopt;
+    return Apply(op->fn, a, IsInteger(value.dtype));
   }
 
- private:
-  static bool IsInteger(Dtype d) { return d != Dtype::F32 && d != Dtype::F64 && d != Dtype::F16 && d != Dtype::BF16; }
   const tile::Kernel& kernel_;
   std::function<std::int64_t(core::SizeVarId)> size_;
+  const std::map<std::uint32_t, double>& params_;
+  std::vector<std::int64_t> block_;
+  std::map<std::uint32_t, std::optional<double>> cache_;
 };
 
-double DtypeBytes(Dtype d) {
-  return Bits(d) / 8.0;
+// The body's ops that cost nothing in the code codegen emits for the given bool parameters (step 3
+// of cost.h): those the known bools make constant or a copy of an operand (`x || true`,
+// `select true a b`), those only such ops read, and zero fills a wgmma accumulates into.
+std::set<std::uint32_t> FreeOps(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
+                                const std::map<std::uint32_t, double>& bools) {
+  std::map<std::uint32_t, double> known;   // value index -> constant (a scalar, or every element)
+  std::map<std::uint32_t, ValueId> alias;  // op index -> the operand its result copies
+  std::set<std::uint32_t> folded;          // op index: its result is a constant
+  auto value_of = [&](ValueId v) -> std::optional<double> {
+    if (auto it = known.find(v.index); it != known.end()) return it->second;
+    const tile::Value& value = kernel.Get(v);
+    if (!value.def.valid()) {
+      auto it = bools.find(v.index);
+      if (it != bools.end()) return it->second;
+      return std::nullopt;
+    }
+    if (const auto* c = std::get_if<tile::op::Constant>(&kernel.Get(value.def).node))
+      return std::visit([](auto x) { return static_cast<double>(x); }, c->value);
+    return std::nullopt;
+  };
+  auto fold = [&](OpId id, const std::string& fn, const std::vector<ValueId>& args, Dtype dtype) {
+    std::vector<std::optional<double>> a;
+    bool all = true;
+    for (ValueId arg : args) {
+      a.push_back(value_of(arg));
+      all = all && a.back().has_value();
+    }
+    ValueId result = kernel.Get(id).results.at(0);
+    if (all) {
+      std::vector<double> x;
+      for (const auto& v : a) x.push_back(*v);
+      if (auto r = Apply(fn, x, IsInteger(dtype))) {
+        known[result.index] = *r;
+        folded.insert(id.index);
+      }
+      return;
+    }
+    if (args.size() == 2 && (fn == "||" || fn == "&&")) {
+      double absorbing = fn == "||" ? 1 : 0;
+      for (int k = 0; k < 2; ++k) {
+        if (!a[k]) continue;
+        if ((*a[k] != 0) == (absorbing != 0)) {
+          known[result.index] = absorbing;
+          folded.insert(id.index);
+        } else {
+          alias[id.index] = args[1 - k];  // `x || false`, `x && true`
+        }
+        return;
+      }
+    }
+    if (args.size() == 3 && fn == "select" && a[0]) alias[id.index] = *a[0] != 0 ? args[1] : args[2];
+  };
+  for (OpId id : loop.body) {
+    const tile::Op& op = kernel.Get(id);
+    if (const auto* s = std::get_if<tile::op::ScalarOp>(&op.node))
+      fold(id, s->fn, s->args, kernel.Get(op.results[0]).dtype);
+    if (const auto* m = std::get_if<tile::op::Map>(&op.node)) fold(id, m->fn, m->args, kernel.Get(op.results[0]).dtype);
+  }
+  // Liveness, backwards from the yields and the ops with effects.
+  std::set<std::uint32_t> live_values;
+  for (ValueId y : loop.yields) live_values.insert(y.index);
+  std::set<std::uint32_t> free;
+  for (auto it = loop.body.rbegin(); it != loop.body.rend(); ++it) {
+    const tile::Op& op = kernel.Get(*it);
+    bool effect = std::holds_alternative<tile::op::Mma>(op.node) || std::holds_alternative<tile::op::Store>(op.node) ||
+                  std::holds_alternative<tile::op::ToShared>(op.node) ||
+                  std::holds_alternative<tile::op::Loop>(op.node);
+    bool live = effect;
+    for (ValueId r : op.results) live = live || live_values.count(r.index);
+    if (!live) {
+      free.insert(it->index);
+      continue;
+    }
+    if (auto a = alias.find(it->index); a != alias.end()) {
+      free.insert(it->index);
+      live_values.insert(a->second.index);
+    } else if (folded.count(it->index)) {
+      free.insert(it->index);
+    } else {
+      for (ValueId operand : tile::Operands(op)) live_values.insert(operand.index);
+    }
+  }
+  // Zero fills that only a wgmma accumulates into: scale-d 0, no instructions.
+  std::map<std::uint32_t, int> uses, acc_uses;
+  for (const tile::Op& op : kernel.ops)
+    for (ValueId v : tile::Operands(op)) ++uses[v.index];
+  for (std::size_t i = 0; i < kernel.ops.size(); ++i)
+    if (const auto* m = std::get_if<tile::op::Mma>(&kernel.ops[i].node))
+      if (StartsWith(plan.ops[i].instruction, "wgmma")) ++acc_uses[m->acc.index];
+  for (OpId id : loop.body) {
+    const tile::Op& op = kernel.Get(id);
+    const auto* f = std::get_if<tile::op::Fill>(&op.node);
+    if (!f) continue;
+    ValueId r = op.results.at(0);
+    auto zero = value_of(f->value);
+    if (zero && *zero == 0 && acc_uses[r.index] > 0 && acc_uses[r.index] == uses[r.index]) free.insert(id.index);
+  }
+  return free;
+}
+
+// An elementwise op on 64-bit integers is two instructions of 32 bits.
+bool Wide(const tile::Kernel& kernel, const tile::Op& op) {
+  if (op.results.empty()) return false;
+  if (kernel.Get(op.results[0]).dtype == Dtype::I64 && !std::holds_alternative<tile::op::Fill>(op.node)) return true;
+  if (const auto* m = std::get_if<tile::op::Map>(&op.node))
+    for (ValueId a : m->args)
+      if (kernel.Get(a).dtype == Dtype::I64 && kernel.Get(a).space != tile::Space::Scalar) return true;
+  return false;
+}
+
+struct VectorCycles {
+  std::int64_t alu = 0, sfu = 0;
+};
+
+VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const Machine& machine,
+                    const std::vector<OpId>& ops, const std::set<std::uint32_t>& free) {
+  std::int64_t warps = std::max<std::int64_t>(1, plan.threads / 32);
+  std::int64_t alu = 0, sfu = 0;
+  for (OpId id : ops) {
+    if (free.count(id.index)) continue;
+    const tile::Op& op = kernel.Get(id);
+    std::int64_t per_thread = plan.ops[id.index].instructions_per_thread * (Wide(kernel, op) ? 2 : 1);
+    const auto* map = std::get_if<tile::op::Map>(&op.node);
+    if (map && (map->fn == "exp" || map->fn == "tanh" || map->fn == "log" || map->fn == "rsqrt" || map->fn == "sqrt"))
+      sfu += per_thread * plan.threads;
+    alu += per_thread;
+  }
+  VectorCycles out;
+  out.alu = (alu * warps + machine.smsps - 1) / machine.smsps;
+  out.sfu = (sfu + machine.sfu_lanes - 1) / machine.sfu_lanes;
+  return out;
+}
+
+// Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization), from the IR.
+bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop, const Graph& graph) {
+  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || plan.threads < 256 || plan.threads + 128 > 1024)
+    return false;
+  int pipelines = 0;
+  for (OpId id : kernel.body)
+    if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
+  if (pipelines != 1) return false;
+  for (OpId id : loop.body)
+    if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
+  bool loads = false;
+  for (const Node& n : graph.nodes)
+    for (OpId id : n.ops)
+      if (n.kind == NodeKind::kLoad) {
+        loads = true;
+        if (!StartsWith(plan.ops[id.index].instruction, "tma")) return false;
+      }
+  if (!loads) return false;
+  // A product the body waits for: a wgmma that is not a deferred accumulator (its result yielded
+  // into the carried value it accumulates, each used once).
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : kernel.ops)
+    for (ValueId v : tile::Operands(op)) ++uses[v.index];
+  for (OpId id : loop.body) {
+    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(id).node);
+    if (!m || !StartsWith(plan.ops[id.index].instruction, "wgmma")) continue;
+    ValueId r = kernel.Get(id).results.at(0);
+    bool deferred = false;
+    for (std::size_t i = 0; i < loop.carried.size(); ++i)
+      if (loop.yields[i] == r && m->acc == loop.carried[i] && uses[loop.carried[i].index] == 1 && uses[r.index] == 1)
+        deferred = true;
+    if (!deferred) return true;
+  }
+  return false;
+}
+
+// Whether node `n`'s result is read in the same iteration (a product waited for).
+bool ReadNow(const Graph& g, int n) {
+  for (const Edge& e : g.edges)
+    if (e.from == n && e.distance == 0 && !e.release) return true;
+  return false;
 }
 
 }  // namespace
 
 Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
-                   const Machine& machine, std::int64_t default_size) {
+                   const Machine& machine, const CostInputs& inputs) {
   Prediction p;
-  // A size that only ever indexes leading axes (a batch of heads, `bh`) is 16, not `default_size`.
+  p.machine = std::string(machine.name);
+  // 1. Sizes: given, else `default_size` (16 for a size that only ever indexes leading axes).
   std::map<core::SizeVarId, std::int64_t> sizes;
   for (const auto& [var, name] : kernel.size_names) {
     bool leading_only = true, seen = false;
@@ -92,60 +302,180 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
         if (axis + 2 >= v.shape.size()) leading_only = false;
       }
     }
-    sizes[var] = seen && leading_only ? 16 : default_size;
+    auto given = inputs.sizes.find(name);
+    sizes[var] = given != inputs.sizes.end() ? given->second : seen && leading_only ? 16 : inputs.default_size;
     if (!p.sizes.empty()) p.sizes += ", ";
     p.sizes += name + " = " + std::to_string(sizes[var]);
   }
   auto size = [&](core::SizeVarId v) {
     auto it = sizes.find(v);
-    return it == sizes.end() ? default_size : it->second;
+    return it == sizes.end() ? inputs.default_size : it->second;
   };
-  // 1. Blocks and trip count.
+  // Scalar parameters: given, else 0 (false). Bools are what codegen decides the body on.
+  std::map<std::uint32_t, double> params, bools;
+  for (const tile::Param& param : kernel.params) {
+    const tile::Value& v = kernel.Get(param.value);
+    if (v.space == tile::Space::Global || param.out) continue;
+    auto given = inputs.scalars.find(param.name);
+    double x = given != inputs.scalars.end() ? given->second : 0.0;
+    params[param.value.index] = x;
+    if (v.dtype == Dtype::Bool) {
+      bools[param.value.index] = x;
+      p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + (x != 0 ? "true" : "false");
+    } else if (given != inputs.scalars.end()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", x);
+      p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + buf;
+    }
+  }
+  const auto& l = std::get<tile::op::Loop>(kernel.Get(loop.graph.loop).node);
+  const Graph& g = loop.graph;
+  // The grid, and each block's trip count (x fastest, the hardware's launch order).
+  std::vector<std::int64_t> grid;
   p.blocks = 1;
   for (const core::Dim& d : kernel.grid) {
     auto v = core::Evaluate(d, size);
-    p.blocks *= v ? std::max<std::int64_t>(1, *v) : 1;
+    grid.push_back(v ? std::max<std::int64_t>(1, *v) : 1);
+    p.blocks *= grid.back();
   }
-  const auto& l = std::get<tile::op::Loop>(kernel.Get(loop.graph.loop).node);
-  Scalars scalars(kernel, size);
-  auto trip = scalars.Get(l.bound);
-  if (trip && *trip >= 1) {
-    p.trip = static_cast<std::int64_t>(*trip);
-  } else {
-    p.trip = 64;
-    p.note = "trip count unknown: 64 assumed";
+  Scalars scalars(kernel, size, params);
+  constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;
+  std::vector<std::int64_t> trips;
+  bool unknown = false;
+  std::int64_t evaluated = std::min(p.blocks, kMaxBlocks);
+  trips.reserve(static_cast<std::size_t>(evaluated));
+  for (std::int64_t b = 0; b < evaluated; ++b) {
+    std::vector<std::int64_t> index;
+    std::int64_t rest = b;
+    for (std::int64_t extent : grid) {
+      index.push_back(rest % extent);
+      rest /= extent;
+    }
+    scalars.SetBlock(index);
+    auto trip = scalars.Get(l.bound);
+    if (!trip) {
+      unknown = true;
+      trips.push_back(64);
+    } else {
+      trips.push_back(std::max<std::int64_t>(0, static_cast<std::int64_t>(*trip)));
+    }
   }
-  // 2. Blocks per SM.
-  std::int64_t threads = 0, registers = 0;
-  for (const Role& r : loop.roles) {
-    threads += 32 * r.warps;
-    registers += 32 * r.warps * (r.registers > 0 ? r.registers : loop.graph.registers);
+  if (unknown) p.note = "trip count unknown: 64 assumed";
+  // Beyond kMaxBlocks blocks, the first ones stand for the rest (the time is scaled).
+  double scale = static_cast<double>(p.blocks) / static_cast<double>(std::max<std::int64_t>(1, evaluated));
+  if (evaluated < p.blocks)
+    p.note += std::string(p.note.empty() ? "" : "; ") + "the first " + std::to_string(evaluated) +
+              " blocks stand for all " + std::to_string(p.blocks);
+  p.trip = trips.empty() ? 0 : *std::max_element(trips.begin(), trips.end());
+  p.trip_min = trips.empty() ? 0 : *std::min_element(trips.begin(), trips.end());
+  double total_trips = 0;
+  for (std::int64_t t : trips) total_trips += static_cast<double>(t);
+  p.trip_mean = trips.empty() ? 0 : total_trips / static_cast<double>(trips.size());
+  for (const Node& n : g.nodes) p.flops += static_cast<double>(n.flops);
+  p.flops *= total_trips * scale;
+
+  // 2. What the loop lowers to.
+  bool specialized = Specialized(kernel, plan, l, g);
+  int consumers = static_cast<int>(plan.threads / 128);
+  bool tma = false;
+  for (const Node& n : g.nodes)
+    if (n.kind == NodeKind::kLoad && StartsWith(plan.ops[n.ops.front().index].instruction, "tma")) tma = true;
+  if (specialized)
+    p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups in lock-step";
+  else
+    p.lowered = tma ? "the TMA ring" : g.plan_stages > 1 ? "the cp.async ring" : "no ring";
+
+  // 3. One iteration.
+  std::set<std::uint32_t> free = FreeOps(kernel, plan, l, bools);
+  std::array<std::int64_t, kUnits> unit{};
+  for (const Node& n : g.nodes)
+    for (int u = 0; u < kUnits; ++u)
+      if (n.kind != NodeKind::kVector) unit[u] += n.occupancy[u];
+  double chain = static_cast<double>(machine.barrier);
+  for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
+    const Node& n = g.nodes[k];
+    switch (n.kind) {
+      case NodeKind::kLoad:
+        if (!specialized) chain += static_cast<double>(n.issue);
+        break;
+      case NodeKind::kMma: {
+        std::int64_t busy = n.occupancy[static_cast<int>(Unit::kTensorCore)];
+        if (specialized)  // the consumers wait for every product they issue, together
+          chain += static_cast<double>(busy + machine.mma_latency);
+        else
+          chain += static_cast<double>(n.async && ReadNow(g, k) ? n.latency : n.issue);
+        break;
+      }
+      case NodeKind::kVector: {
+        VectorCycles v = Vector(kernel, plan, machine, n.ops, free);
+        unit[static_cast<int>(Unit::kAlu)] += v.alu;
+        unit[static_cast<int>(Unit::kSfu)] += v.sfu;
+        chain += static_cast<double>(specialized ? std::max(v.alu, v.sfu) : v.alu + v.sfu);
+        break;
+      }
+      case NodeKind::kStore:
+        chain += static_cast<double>(n.issue);
+        break;
+    }
   }
-  if (threads == 0) threads = plan.threads;
-  if (registers == 0) registers = plan.threads * plan.registers_per_thread;
-  std::int64_t shared = loop.graph.fixed_shared_bytes + loop.ring_stages * loop.graph.stage_bytes;
+  std::int64_t busiest = 0;
+  for (std::int64_t u : unit) busiest = std::max(busiest, u);
+  p.iteration = std::max(chain, static_cast<double>(busiest));
+
+  // 4. One block: the prologue and epilogue around the loop.
+  double hbm_per_cycle = machine.hbm_bytes_per_second / static_cast<double>(machine.sms) / (machine.clock_ghz * 1e9);
+  double before_bytes = 0, store_bytes = 0;
+  std::vector<OpId> after;
+  bool past = false;
+  for (OpId id : kernel.body) {
+    const tile::Op& op = kernel.Get(id);
+    if (id == g.loop) {
+      past = true;
+      continue;
+    }
+    if (std::holds_alternative<tile::op::ToShared>(op.node) && !past) before_bytes += plan.ops[id.index].bytes;
+    if (std::holds_alternative<tile::op::Store>(op.node)) store_bytes += plan.ops[id.index].bytes;
+    const tile::OpNode& node = op.node;
+    bool vector = std::holds_alternative<tile::op::Map>(node) || std::holds_alternative<tile::op::Reduce>(node) ||
+                  std::holds_alternative<tile::op::Cast>(node) || std::holds_alternative<tile::op::Convert>(node) ||
+                  std::holds_alternative<tile::op::Expand>(node);
+    if (past && vector) after.push_back(id);
+  }
+  double iteration_bytes = 0;
+  for (const Node& n : g.nodes)
+    if (n.kind == NodeKind::kLoad) iteration_bytes += static_cast<double>(n.bytes);
+  p.prologue = static_cast<double>(machine.copy_latency) + (before_bytes + iteration_bytes) / hbm_per_cycle;
+  VectorCycles tail = Vector(kernel, plan, machine, after, {});
+  p.epilogue = static_cast<double>(tail.alu + tail.sfu) + store_bytes / hbm_per_cycle;
+
+  // 5. Blocks per SM, then the blocks to the SMs' slots in launch order.
+  std::int64_t threads = plan.threads + (specialized ? 128 : 0);
+  std::int64_t registers =
+      specialized ? machine.registers_per_sm : plan.threads * std::max<std::int64_t>(1, plan.registers_per_thread);
+  std::int64_t shared = plan.shared_bytes;
   std::int64_t by_shared = shared > 0 ? (228 * 1024) / shared : 32;
   std::int64_t by_registers = registers > 0 ? machine.registers_per_sm / registers : 32;
   std::int64_t by_threads = 2048 / std::max<std::int64_t>(1, threads);
   p.blocks_per_sm =
       static_cast<int>(std::max<std::int64_t>(1, std::min({by_shared, by_registers, by_threads, std::int64_t{32}})));
-  // 3. One block.
-  std::int64_t store_bytes = 0;
-  for (std::size_t i = 0; i < kernel.ops.size(); ++i)
-    if (std::holds_alternative<tile::op::Store>(kernel.ops[i].node)) store_bytes += plan.ops[i].bytes;
-  double block_cycles = static_cast<double>(loop.length) + static_cast<double>(p.trip - 1) * loop.ii +
-                        static_cast<double>(store_bytes) / machine.copy_bytes_per_cycle;
-  // 4. Waves.
-  std::int64_t unit_busy = 0;
-  for (int u = 0; u < kUnits; ++u) {
-    std::int64_t sum = 0;
-    for (const Node& n : loop.graph.nodes) sum += n.occupancy[u];
-    unit_busy = std::max(unit_busy, sum);
+  std::int64_t slots = machine.sms * p.blocks_per_sm;
+  p.waves = static_cast<double>(p.blocks) / static_cast<double>(slots);
+  // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit.
+  double shared_iteration = std::max(p.iteration, static_cast<double>(p.blocks_per_sm) * static_cast<double>(busiest));
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (std::int64_t s = 0; s < std::min<std::int64_t>(slots, static_cast<std::int64_t>(trips.size())); ++s)
+    free_at.push(0);
+  double end = 0;
+  for (std::int64_t trip : trips) {
+    double start = free_at.top();
+    free_at.pop();
+    double finish = start + p.prologue + static_cast<double>(trip) * shared_iteration + p.epilogue;
+    end = std::max(end, finish);
+    free_at.push(finish);
   }
-  double wave_cycles = std::max(block_cycles, static_cast<double>(p.blocks_per_sm) * p.trip * unit_busy);
-  p.waves = (p.blocks + machine.sms * p.blocks_per_sm - 1) / (machine.sms * p.blocks_per_sm);
-  p.schedule_seconds = p.waves * wave_cycles / (machine.clock_ghz * 1e9);
-  // 5. Memory.
+  p.schedule_seconds = machine.launch_seconds + end * scale / (machine.clock_ghz * 1e9);
+
+  // 6. The memory bound.
   double bytes = 0;
   for (const tile::Param& param : kernel.params) {
     const tile::Value& v = kernel.Get(param.value);
@@ -155,11 +485,9 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
       auto x = core::Evaluate(d, size);
       elements *= x ? static_cast<double>(*x) : 1.0;
     }
-    bytes += elements * DtypeBytes(v.dtype);
+    bytes += elements * Bits(v.dtype) / 8.0;
   }
   p.memory_seconds = bytes / machine.hbm_bytes_per_second;
-  for (const Node& n : loop.graph.nodes) p.flops += static_cast<double>(n.flops);
-  p.flops *= static_cast<double>(p.trip) * static_cast<double>(p.blocks);
   p.seconds = std::max(p.schedule_seconds, p.memory_seconds);
   p.bound = p.schedule_seconds >= p.memory_seconds ? "schedule" : "memory";
   return p;

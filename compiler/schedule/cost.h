@@ -1,20 +1,45 @@
-// The cost model: a kernel's predicted time from its schedule (docs/scheduling.md, "Cost model").
+// The cost model: a kernel's predicted time from the code it lowers to (docs/scheduling.md, "Cost
+// model"). The solver's schedule (schedule.h) is what the compiler would like to run; the
+// prediction is of what code generation emits today, so that it can be checked against the device
+// (bench/cost/predict.py).
 //
-//   1. Sizes: every size variable at the caller's value (`weft explain`: 4096; 16 for one that only
-//      indexes leading axes, such as attention's `bh`), scalar parameters 0
-//      or false (so attention is predicted non-causal); the grid's blocks and the loop's trip count
-//      are evaluated from the tile IR at those values.
-//   2. Blocks per SM: the least of shared memory (228 KB per SM), registers (65536 per SM) and
-//      threads (2048 per SM) allow.
-//   3. One block: the first iteration's length (its last result, from the schedule) plus II for each
-//      further iteration, plus storing the outputs at the copy rate.
-//   4. A wave of b blocks per SM: b blocks share the SM's units, so a wave takes the longer of one
-//      block's time and b times the units' busy cycles; waves = ceil(blocks / (SMs * b)).
-//   5. Memory: every tensor parameter read or written once from HBM at the machine's bandwidth.
-//   The prediction is the larger of 4 and 5, with which one bounds it.
+//   1. Sizes and scalars: those the caller gives (`weft explain --size`, `--scalar`); a size not
+//      given is 4096 (16 for one that only indexes leading axes, such as attention's `bh`), a scalar
+//      0 or false. The grid's blocks are evaluated at those values, and the loop's trip count for
+//      each block (its bound may read block indices: causal attention's `minimum (i + 1) (t / 128)`).
+//   2. What the loop lowers to (codegen's FindSpecialization rule, repeated here): on sm_90a, a
+//      kernel of two or more warpgroups whose one top-level `pipeline` of TMA copies waits for a
+//      product in its body is warp-specialized: a producer warpgroup, and consumer warpgroups that
+//      each wait for every product they issue before the vector work that reads it. No turns are
+//      taken (ping-pong is off by default), so the consumers run in lock-step: they pass the same
+//      barriers at about the same time, issue their products together and then do their vector work
+//      together, their warps interleaved on each sub-partition. Else: the TMA or cp.async ring,
+//      whose warps issue the body in program order and meet at one block barrier an iteration.
+//   3. One iteration of the lowered loop (cycles): specialized, the products' tensor-core time plus
+//      the wgmma latency of each product waited for, plus the vector work, plus a barrier; the ring,
+//      the body's issue in program order (a product waited for at its latency) plus the barrier and
+//      the copies' issue. Either is at least the busiest unit's cycles (copy engine, tensor cores).
+//      Vector work is that of the body codegen emits for the given scalars: a bool parameter the
+//      body reads is decided once (codegen emits the body per value), so ops it makes constant or
+//      dead (causal's mask when causal is false) cost nothing; a zero `fill` that a wgmma
+//      accumulates into costs nothing (scale-d 0); an i64 elementwise op is two instructions. A
+//      group of vector work takes the longer of its ALU issue and its SFU cycles (the warps of the
+//      consumers interleave: one's ex2 under another's arithmetic).
+//   4. One block: a prologue (the copy latency, then the tiles loaded before the loop and one
+//      iteration's tiles at the block's share of HBM bandwidth: every SM starts at once), trip x the
+//      iteration, an epilogue (the vector work after the loop at the ALU issue rate, the stores at
+//      the share of HBM bandwidth).
+//   5. Blocks to SMs: the blocks in launch order (x fastest), each to the first free slot of
+//      `blocks per SM` x SMs, as the hardware's block scheduler does: waves, the tail of the last
+//      one, and uneven blocks (causal) come out of it. Blocks per SM from shared memory, registers
+//      (a warp-specialized kernel takes the whole register file: setmaxnreg) and threads; blocks that
+//      share an SM share its units.
+//   6. The kernel: the launch, then the last block's end; at least every tensor parameter read or
+//      written once at the HBM bandwidth (the memory bound).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "schedule/machine.h"
@@ -25,21 +50,35 @@ namespace weft::schedule {
 
 struct LoopSchedule;
 
+// Step 1's inputs: sizes and scalar parameters by name (absent: the defaults above).
+struct CostInputs {
+  std::map<std::string, std::int64_t> sizes;
+  std::map<std::string, double> scalars;  // bool: 1 or 0
+  std::int64_t default_size = 4096;
+};
+
 struct Prediction {
-  std::string sizes;  // "m = 4096, k = 4096, n = 4096"
+  std::string sizes;    // "m = 4096, k = 4096, n = 4096", then scalars: "causal = false"
+  std::string machine;  // "H100 SXM"
+  std::string lowered;  // "warp-specialized: 2 consumer warpgroups in lock-step", "TMA ring"
   std::int64_t blocks = 0;
-  std::int64_t trip = 0;  // iterations of the pipeline per block
+  std::int64_t trip = 0;  // iterations of the pipeline in the longest block
+  std::int64_t trip_min = 0;
+  double trip_mean = 0;
   int blocks_per_sm = 1;
-  std::int64_t waves = 0;
+  double waves = 0;             // blocks / (SMs x blocks per SM)
+  double iteration = 0;         // cycles of one iteration of the lowered loop (step 3)
+  double prologue = 0;          // cycles of a block before its loop (step 4)
+  double epilogue = 0;          // and after it
   double flops = 0;             // mma flops of the whole kernel
-  double schedule_seconds = 0;  // step 4
-  double memory_seconds = 0;    // step 5
-  double seconds = 0;
-  std::string bound;  // "schedule" or "memory"
-  std::string note;   // what was assumed (an unknown trip count)
+  double schedule_seconds = 0;  // steps 5 and 6 without the memory bound
+  double memory_seconds = 0;    // the memory bound
+  double seconds = 0;           // the prediction
+  std::string bound;            // "schedule" or "memory"
+  std::string note;             // what was assumed (an unknown trip count)
 };
 
 Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
-                   const Machine& machine, std::int64_t default_size);
+                   const Machine& machine, const CostInputs& inputs);
 
 }  // namespace weft::schedule

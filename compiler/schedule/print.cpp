@@ -109,11 +109,18 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
   }
   if (schedule.prediction) {
     const Prediction& p = *schedule.prediction;
-    out << i1 << "predicted time at " << p.sizes << ": " << Fixed(p.seconds * 1e3, "%.3f") << " ms";
+    out << i1 << "predicted time at " << p.sizes << " on the " << p.machine << ": " << Fixed(p.seconds * 1e3, "%.3f")
+        << " ms";
     if (p.flops > 0) out << " (" << Fixed(p.flops / p.seconds / 1e12, "%.0f") << " TFLOP/s)";
-    out << ", " << p.bound << "-bound; " << p.blocks << " blocks, " << p.blocks_per_sm << " per SM, " << p.waves
-        << (p.waves == 1 ? " wave" : " waves") << ", " << p.trip << " iterations each; memory alone "
-        << Fixed(p.memory_seconds * 1e3, "%.3f") << " ms\n";
+    out << ", " << p.bound << "-bound; memory alone " << Fixed(p.memory_seconds * 1e3, "%.3f") << " ms\n";
+    out << i2 << "as lowered (" << p.lowered << "): " << Fixed(p.iteration, "%.0f")
+        << " cycles an iteration; a block's prologue " << Fixed(p.prologue, "%.0f") << " and epilogue "
+        << Fixed(p.epilogue, "%.0f") << " cycles\n";
+    out << i2 << p.blocks << " blocks, " << p.blocks_per_sm << " per SM (" << Fixed(p.waves, "%.2f") << " waves), ";
+    if (p.trip_min == p.trip)
+      out << p.trip << " iterations each\n";
+    else
+      out << p.trip_min << " to " << p.trip << " iterations (" << Fixed(p.trip_mean, "%.1f") << " on average)\n";
     if (!p.note.empty()) out << i2 << "note: " << p.note << "\n";
   }
   return out.str();

@@ -590,7 +590,7 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
     chosen.seconds = std::chrono::duration<double>(Clock::now() - loop_started).count();
     out.loops.push_back(std::move(chosen));
   }
-  if (!out.loops.empty()) out.prediction = Predict(kernel, plan, out.loops.front(), machine, options.default_size);
+  if (!out.loops.empty()) out.prediction = Predict(kernel, plan, out.loops.front(), machine, options.cost);
   return out;
 }
 

@@ -43,10 +43,11 @@ struct Options {
   unsigned rlimit = 3'000'000;
   int max_stages = 8;                // ring depth searched (shared memory bounds it too)
   int max_consumers = 2;             // consumer warpgroups tried
-  const Machine* machine = nullptr;  // default: H100
-  // The sizes at which the cost model predicts the time (`weft explain`): every size variable
-  // `default_size` unless named here.
-  std::int64_t default_size = 4096;
+  const Machine* machine = nullptr;  // default: H100 (the cost model's machine too)
+  // The sizes and scalar parameters at which the cost model predicts the time (`weft explain
+  // --size/--scalar`; cost.h, step 1): by name; a size not named is `default_size` (16 for one that
+  // only indexes leading axes), a scalar 0 or false.
+  CostInputs cost;
 };
 
 // Where one instance of a node runs: role, stage and offset within the II window.

@@ -264,6 +264,9 @@ std::string Printer::Print() {
     // machine's clock: the wall-clock limit stays as a safety net.
     schedule::Options schedule_options;
     if (!options_.timings) schedule_options.time_limit_ms = 60000;
+    schedule_options.machine = options_.machine == "h200" ? &schedule::H200() : &schedule::H100();
+    schedule_options.cost.sizes = options_.sizes;
+    schedule_options.cost.scalars = options_.scalars;
     schedule::Schedule s = schedule::Build(kernel_, plan_, schedule_options, [this](Span span) { return Where(span); });
     if (!s.loops.empty()) out << "schedule:\n" << schedule::Print(s, options_.timings);
   }

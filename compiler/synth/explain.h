@@ -9,6 +9,8 @@
 // with a `pipeline`, its schedule (schedule::Print).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "base/source.h"
@@ -25,6 +27,11 @@ struct ExplainOptions {
   // Each `pipeline`'s schedule after the tiles (compiler/schedule: roles, stages, II, the barrier
   // protocol's check, the predicted time; docs/scheduling.md).
   bool schedule = true;
+  // The cost model's inputs (schedule/cost.h): sizes and scalar parameters by name (a bool is 1 or
+  // 0), and the GPU ("h100" or "h200").
+  std::map<std::string, std::int64_t> sizes;
+  std::map<std::string, double> scalars;
+  std::string machine = "h100";
 };
 
 std::string Explain(const tile::Kernel& kernel, const Plan& plan, const ExplainOptions& options = {});
