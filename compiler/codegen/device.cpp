@@ -221,10 +221,56 @@ class Emitter {
                llvm::Value* live);
   std::int64_t LinearOffset(ValueId shared, RowCol e);  // elements, before the swizzle
   // `mn0` per warpgroup: the descriptor of this thread's warpgroup.
+  // `dry`: only `mn_major`, no code (a staged product's shape before its loop).
   llvm::Value* Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
-                          bool& mn_major);
+                          bool& mn_major, bool dry = false);
+  // One wgmma op's products: per atom (64 x n of a warpgroup) the accumulator registers it
+  // updates (in the result's layout) and per k-step its operands: A's descriptor or its four
+  // registers, then B's descriptor.
+  struct WgmmaSteps {
+    int n = 0;
+    bool bf16 = true, zero = false, a_shared = false;
+    std::int64_t k_steps = 0;
+    std::vector<std::vector<int>> c_index;  // per atom
+    std::vector<bool> a_mn, b_mn;           // per step (atom-major)
+    std::vector<llvm::Value*> acc;          // the accumulator's registers going in
+    std::vector<llvm::Value*> operands;
+  };
+  // `dry`: the shape alone (no code, no registers), for a staged product before its loop.
+  WgmmaSteps PrepareWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m, bool dry = false);
+  std::vector<llvm::Value*> IssueWgmma(const WgmmaSteps& s, std::vector<llvm::Value*> acc,
+                                       const std::vector<llvm::Value*>& operands);
+  // The shared tile wgmma reads for `v` where the plan keeps it in shared memory (a `regs` the
+  // plan does not load), from the plan alone.
+  std::optional<ValueId> WgmmaReadsShared(ValueId v) const;
   void EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m);
   llvm::Value* Pack(llvm::Value* lo, llvm::Value* hi);
+  // A staged product (FlashAttention-3's intra-warpgroup overlap; docs/codegen.md, "Staged
+  // products"): a loop's last product `acc' = mma a b (f acc)`, whose result only goes around the
+  // loop, is issued in the next iteration right after that iteration's first waited product, and
+  // waited for just before the body first reads `acc`: the vector work between (the softmax) runs
+  // while the tensor cores do the product. Its operands go around the loop in phis; before the
+  // first iteration they describe a product that adds nothing (A's registers 0, B a zeroed
+  // 128-byte block read with strides 0), so every iteration issues one; the last is issued after
+  // the loop.
+  struct Staged {
+    OpId mma;
+    std::size_t carried = 0;                            // its index in the loop's carried values
+    WgmmaSteps shape;                                   // dry
+    std::vector<llvm::Value*> acc, operands;            // the previous iteration's (phis)
+    std::vector<llvm::Value*> next_acc, next_operands;  // this iteration's, for the latch
+    bool in_body = false, issued = false, pending = false;
+  };
+  std::optional<Staged> staged_;
+  // The staged op of a loop (the consumers of a warp-specialized one), or none.
+  std::optional<std::pair<OpId, std::size_t>> FindStaged(const tile::op::Loop& loop);
+  void StageFlush();  // issue the previous iteration's product
+  void StageWait();   // and wait for it: the carried accumulator's registers are valid
+  // A staged product's first issue reads a zeroed 128-byte block at the start of shared memory; the
+  // kernel's tiles, mbarriers and scratch follow `front_bytes_` (1024: the tiles' alignment) after
+  // it, so a wgmma that reads the block (nominally a whole k-step of B) stays inside the allocation.
+  std::int64_t front_bytes_ = 0;
+  llvm::Constant* smem_base_ = nullptr;  // @weft_smem itself
   // The wgmma ops of a loop whose accumulator only goes around the loop (`acc = mma a b acc`,
   // yielded and read by nothing else), with the carried values' indices: they wait for the
   // previous iteration's products only (wait_group 1), and the loop waits for all after it.
@@ -250,6 +296,7 @@ class Emitter {
     // products run while the other does its vector work. Where the body has products it waits for
     // (not only a deferred accumulator).
     bool ping_pong = false;
+    std::optional<std::pair<OpId, std::size_t>> staged;  // the consumers' staged product (Staged)
   };
   std::optional<Specialized> FindSpecialization();
   // The kernel's body; twice when a pipeline's body reads a bool parameter (EmitBody).
@@ -264,10 +311,12 @@ class Emitter {
  public:
   void DisableWarpSpecialization() { warp_specialize_ = false; }
   void EnablePingPong() { ping_pong_ = true; }
+  void DisableStaging() { stage_products_ = false; }
 
  private:
   bool warp_specialize_ = true;
-  bool ping_pong_ = false;  // Options::ping_pong
+  bool ping_pong_ = false;      // Options::ping_pong
+  bool stage_products_ = true;  // Options::stage_products
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);
   llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
@@ -1218,7 +1267,7 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
 // as the simulator builds it: the first canonical mode and major-ness whose strides the tile's
 // layout has, with the start address of the element's unswizzled offset.
 llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<std::int64_t>& mn0, std::int64_t k0,
-                                 bool& mn_major) {
+                                 bool& mn_major, bool dry) {
   const auto& choice = plan_.values.at(shared.index);
   if (!choice.shared) Fail("the plan gives shared tile " + Name(shared) + " no layout");
   const layout::SwizzledLayout& l = *choice.shared;
@@ -1228,7 +1277,7 @@ llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<st
     mnk = layout::Layout(layout::IntTuple::Tuple({l.layout().shape()[1], l.layout().shape()[0]}),
                          layout::IntTuple::Tuple({l.layout().stride()[1], l.layout().stride()[0]}));
   llvm::Value* base = slots_.at(shared.index).shared;
-  if (!base) Fail(Name(shared) + " is not in shared memory");
+  if (!base && !dry) Fail(Name(shared) + " is not in shared memory");
   for (auto mode :
        {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B, layout::SwizzleMode::kNone}) {
     layout::Swizzle sw = l.swizzle();
@@ -1238,6 +1287,7 @@ llvm::Value* Emitter::Descriptor(ValueId shared, bool is_b, const std::vector<st
       auto d = layout::GmmaDescriptorFor(view, mode, major, 2);
       if (!d) continue;
       mn_major = major == layout::Major::kMN;
+      if (dry) return nullptr;
       llvm::Value* offset = nullptr;
       llvm::Value* group = b_.CreateUDiv(tid_, I32(128));
       for (std::size_t g = mn0.size(); g-- > 0;) {
@@ -1270,12 +1320,13 @@ llvm::Value* Emitter::Pack(llvm::Value* lo, llvm::Value* hi) {
   return b_.CreateOr(lw, b_.CreateShl(hw, I32(16)));
 }
 
-void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
+Emitter::WgmmaSteps Emitter::PrepareWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m, bool dry) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
   const layout::Atom* atom = &AtomNamed(choice.instruction);
-  int n = atom->n;
-  bool bf16 = Val(m.b).dtype == Dtype::BF16;
+  WgmmaSteps out;
+  int n = out.n = atom->n;
+  bool bf16 = out.bf16 = Val(m.b).dtype == Dtype::BF16;
   if (!bf16 && Val(m.b).dtype != Dtype::F16) Fail("wgmma of `" + std::string(Spelling(Val(m.b).dtype)) + "`");
   RowCol c_ext = Extent(result);
   std::int64_t M = c_ext.row, N = c_ext.col, K = Extent(m.a).col;
@@ -1284,18 +1335,20 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   if (groups * 128 > plan_.threads || gm % 64 || gn % n || K % 16) Fail("a warpgroup tiling that is not whole atoms");
   auto shared_of = [&](ValueId v) -> std::optional<ValueId> {
     if (Val(v).space == tile::Space::Shared) return v;
+    if (dry) return WgmmaReadsShared(v);
     return slots_.at(v.index).shared_alias;
   };
   std::optional<ValueId> sa = shared_of(m.a), sb = shared_of(m.b);
   if (!sb) Fail("wgmma reads B from shared memory, but the plan loads " + Name(m.b) + " into registers");
   const std::vector<llvm::Value*>* ra = nullptr;
-  if (!sa) {
+  if (!sa && !dry) {
     ra = &slots_.at(m.a.index).regs;
     if (ra->empty()) Fail("an mma operand that is neither in shared memory nor in registers");
   }
+  out.a_shared = sa.has_value();
   // Shared operands written by threads (not TMA) become visible to wgmma's async proxy.
   for (auto s : {sa, sb}) {
-    if (!s) continue;
+    if (!s || dry) continue;
     ValueId tile = *s;
     if (const tile::Value& v = Val(tile); v.def.valid())
       if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(v.def).node)) tile = t->src;
@@ -1305,14 +1358,13 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
       break;
     }
   }
-  std::vector<llvm::Value*> acc = SameLayoutRegs(m.acc, result, "`mma`");
+  if (!dry) out.acc = SameLayoutRegs(m.acc, result, "`mma`");
   // A product into `zeros`: the first k-step writes D = A * B (scale-d 0), no registers zeroed.
-  bool zero = false;
   if (const tile::Value& v = Val(m.acc); v.def.valid())
     if (const auto* fill = std::get_if<tile::op::Fill>(&k_.Get(v.def).node))
       if (const tile::Value& f = Val(fill->value); f.def.valid())
         if (const auto* c = std::get_if<tile::op::Constant>(&k_.Get(f.def).node))
-          zero = std::visit([](auto x) { return x == decltype(x){}; }, c->value);
+          out.zero = std::visit([](auto x) { return x == decltype(x){}; }, c->value);
   // Each warpgroup's top-left element of the accumulator.
   const FlatTv& fr = Flat(Tv(result));
   std::vector<RowCol> origins;
@@ -1332,18 +1384,12 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const FlatTv& fa = Flat(atom->Operand("A")->tv);
   const FlatTv& fc = Flat(atom->Operand("C")->tv);
   std::string what = "`" + choice.instruction + "`";
-  auto pack = [&](llvm::Value* lo, llvm::Value* hi) { return Pack(lo, hi); };
-  // Ping-pong: wait for this warpgroup's turn at the tensor cores (named barrier 2 + its index).
-  bool turn = turns_ && !deferred_wgmma_.count(id.index);
-  llvm::Value* group = turn ? b_.CreateLShr(tid_, I32(7)) : nullptr;
-  if (turn) Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {b_.CreateAdd(I32(2), group), I32(plan_.threads)});
-  hopper::WgmmaFence(b_);
+  out.k_steps = K / 16;
   for (std::int64_t am = 0; am < gm / 64; ++am)
     for (std::int64_t an = 0; an < gn / n; ++an) {
       // Every warpgroup runs the same atoms at its own origin: the thread's registers are the same.
-      std::vector<int> c_index(static_cast<std::size_t>(n / 2));
-      std::vector<llvm::Value*> c(c_index.size());
-      for (int i = 0; i < n / 2; ++i) {
+      std::vector<int>& c_index = out.c_index.emplace_back(static_cast<std::size_t>(n / 2));
+      for (int i = 0; i < n / 2; ++i)
         c_index[static_cast<std::size_t>(i)] = UniformValue(
             result,
             [&, i](std::int64_t t) {
@@ -1351,8 +1397,6 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
               return RowCol{o.row + 64 * am + e.row, o.col + n * an + e.col};
             },
             what);
-        c[static_cast<std::size_t>(i)] = acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])];
-      }
       // Each warpgroup's operand tiles start at its own origin.
       std::vector<std::int64_t> m0, n0;
       for (const RowCol& o : origins) {
@@ -1361,12 +1405,11 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
       }
       for (std::int64_t k0 = 0; k0 < K; k0 += 16) {
         bool b_mn = false, a_mn = false;
-        llvm::Value* bd = Descriptor(*sb, true, n0, k0, b_mn);
-        llvm::Value* ad = nullptr;
-        std::vector<llvm::Value*> a_regs;
+        llvm::Value* bd = Descriptor(*sb, true, n0, k0, b_mn, dry);
         if (sa) {
-          ad = Descriptor(*sa, false, m0, k0, a_mn);
-        } else {
+          llvm::Value* ad = Descriptor(*sa, false, m0, k0, a_mn, dry);
+          if (!dry) out.operands.push_back(ad);
+        } else if (!dry) {
           llvm::Value* a[8];
           for (int i = 0; i < 8; ++i) {
             int idx = UniformValue(
@@ -1378,19 +1421,61 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
                 what);
             a[i] = (*ra)[static_cast<std::size_t>(idx)];
           }
-          for (int i = 0; i < 8; i += 2) a_regs.push_back(pack(a[i], a[i + 1]));
+          for (int i = 0; i < 8; i += 2) out.operands.push_back(Pack(a[i], a[i + 1]));
         }
-        if (zero && k0 == 0) {
-          for (auto& x : c) x = llvm::UndefValue::get(x->getType());
-          c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn, false);
-        } else {
-          c = hopper::Wgmma(b_, n, bf16, c, ad, a_regs, bd, a_mn, b_mn);
-        }
+        if (!dry) out.operands.push_back(bd);
+        out.a_mn.push_back(a_mn);
+        out.b_mn.push_back(b_mn);
       }
-      for (int i = 0; i < n / 2; ++i)
-        acc[static_cast<std::size_t>(c_index[static_cast<std::size_t>(i)])] = c[static_cast<std::size_t>(i)];
     }
+  return out;
+}
+
+std::vector<llvm::Value*> Emitter::IssueWgmma(const WgmmaSteps& s, std::vector<llvm::Value*> acc,
+                                              const std::vector<llvm::Value*>& operands) {
+  std::size_t next = 0, step = 0;
+  for (const std::vector<int>& c_index : s.c_index) {
+    std::vector<llvm::Value*> c;
+    for (int i : c_index) c.push_back(acc[static_cast<std::size_t>(i)]);
+    for (std::int64_t k = 0; k < s.k_steps; ++k, ++step) {
+      llvm::Value* ad = nullptr;
+      std::vector<llvm::Value*> a_regs;
+      if (s.a_shared)
+        ad = operands[next++];
+      else
+        for (int i = 0; i < 4; ++i) a_regs.push_back(operands[next++]);
+      llvm::Value* bd = operands[next++];
+      c = hopper::Wgmma(b_, s.n, s.bf16, c, ad, a_regs, bd, s.a_mn[step], s.b_mn[step], !(s.zero && k == 0));
+    }
+    for (std::size_t i = 0; i < c_index.size(); ++i) acc[static_cast<std::size_t>(c_index[i])] = c[i];
+  }
+  return acc;
+}
+
+// wgmma over the plan's warpgroup tiling (PrepareWgmma, IssueWgmma): one fence before, one commit
+// and a wait for all after. A staged product (Staged) is only prepared here, and issued in the next
+// iteration right after that iteration's first waited product (StageFlush).
+void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
+  ValueId result = op.results.at(0);
+  if (staged_ && staged_->mma == id) {
+    WgmmaSteps s = PrepareWgmma(id, op, m);
+    staged_->next_acc = s.acc;
+    staged_->next_operands = s.operands;
+    return;
+  }
+  WgmmaSteps s = PrepareWgmma(id, op, m);
+  if (s.zero)
+    for (auto& x : s.acc) x = llvm::UndefValue::get(x->getType());
+  // Ping-pong: wait for this warpgroup's turn at the tensor cores (named barrier 2 + its index).
+  bool turn = turns_ && !deferred_wgmma_.count(id.index);
+  llvm::Value* group = turn ? b_.CreateLShr(tid_, I32(7)) : nullptr;
+  if (turn) Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {b_.CreateAdd(I32(2), group), I32(plan_.threads)});
+  hopper::WgmmaFence(b_);
+  std::vector<llvm::Value*> acc = IssueWgmma(s, s.acc, s.operands);
   hopper::WgmmaCommit(b_);
+  // The previous iteration's staged product runs behind this one (and the vector work after it).
+  bool flushed = staged_ && staged_->in_body && !staged_->issued;
+  if (flushed) StageFlush();
   // The products are issued: the other warpgroup's turn. No branch between the products and their
   // wait (ptxas serializes wgmma around a divergent path); consumer 1's last hand-over is taken by
   // consumer 0 after the loop.
@@ -1400,7 +1485,7 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     slots_[result.index].regs = std::move(acc);
     return;
   }
-  hopper::WgmmaWait(b_, 0);
+  hopper::WgmmaWait(b_, flushed ? 1 : 0);
   slots_[result.index].regs = hopper::FenceOperands(b_, acc);
 }
 
@@ -1420,6 +1505,88 @@ std::set<std::uint32_t> Emitter::DeferrableWgmma(const tile::op::Loop& loop, std
     carried.push_back(i);
   }
   return out;
+}
+
+std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
+  if (Val(v).space == tile::Space::Shared) return v;
+  const tile::Value& value = Val(v);
+  if (!value.def.valid()) return std::nullopt;
+  const auto* r = std::get_if<tile::op::ToRegs>(&k_.Get(value.def).node);
+  if (!r) return std::nullopt;
+  if (StartsWith(plan_.ops.at(value.def.index).instruction, "none") || !plan_.values.at(v.index).regs) return r->src;
+  return std::nullopt;
+}
+
+std::optional<std::pair<OpId, std::size_t>> Emitter::FindStaged(const tile::op::Loop& loop) {
+  if (!stage_products_) return std::nullopt;
+  std::vector<std::size_t> deferred_carried;
+  if (!DeferrableWgmma(loop, deferred_carried).empty()) return std::nullopt;
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : k_.ops)
+    for (ValueId v : tile::Operands(op)) ++uses[v.index];
+  auto position = [&](OpId id) { return std::find(loop.body.begin(), loop.body.end(), id) - loop.body.begin(); };
+  auto is_wgmma = [&](OpId id) {
+    return std::holds_alternative<tile::op::Mma>(k_.Get(id).node) &&
+           StartsWith(plan_.ops.at(id.index).instruction, "wgmma");
+  };
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = Val(y);
+    if (!yv.def.valid() || position(yv.def) == static_cast<std::ptrdiff_t>(loop.body.size())) continue;
+    if (!is_wgmma(yv.def) || uses[y.index] != 1 || uses[c.index] == 0) continue;
+    const auto& m = std::get<tile::op::Mma>(k_.Get(yv.def).node);
+    if (m.acc == c || Val(m.a).space != tile::Space::Reg || WgmmaReadsShared(m.a)) continue;
+    if (const tile::Value& a = Val(m.a); !a.def.valid() || std::holds_alternative<tile::op::ToRegs>(k_.Get(a.def).node))
+      continue;  // A computed in registers in the body (attention's probabilities)
+    // B stays where it is until the next iteration's wait: a ring tile of this loop (its slot is
+    // released one iteration late) or a tile from before the loop.
+    std::optional<ValueId> b = WgmmaReadsShared(m.b);
+    if (!b) continue;
+    ValueId tile = *b;
+    if (const tile::Value& v = Val(tile); v.def.valid())
+      if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(v.def).node)) tile = t->src;
+    if (const tile::Value& v = Val(tile);
+        v.def.valid() && position(v.def) < static_cast<std::ptrdiff_t>(loop.body.size()))
+      if (!std::holds_alternative<tile::op::ToShared>(k_.Get(v.def).node) ||
+          !StartsWith(plan_.ops.at(v.def.index).instruction, "tma"))
+        continue;
+    // Issued behind the body's first waited product, which comes before the body reads `acc`.
+    std::ptrdiff_t first_product = -1, first_read = -1;
+    for (std::size_t at = 0; at < loop.body.size(); ++at) {
+      OpId id = loop.body[at];
+      if (first_product < 0 && id != yv.def && is_wgmma(id)) first_product = static_cast<std::ptrdiff_t>(at);
+      const auto operands = tile::Operands(k_.Get(id));
+      if (first_read < 0 && std::find(operands.begin(), operands.end(), c) != operands.end())
+        first_read = static_cast<std::ptrdiff_t>(at);
+    }
+    if (first_product < 0 || first_read < first_product) continue;
+    return std::pair{yv.def, i};
+  }
+  return std::nullopt;
+}
+
+void Emitter::StageFlush() {
+  Staged& s = *staged_;
+  const tile::Op& op = k_.Get(s.mma);
+  ValueId y = op.results.at(0), c = std::get<tile::op::Loop>(k_.Get(specialized_->loop).node).carried.at(s.carried);
+  slots_[y.index].regs = IssueWgmma(s.shape, s.acc, s.operands);
+  hopper::WgmmaCommit(b_);
+  slots_[c.index].regs = SameLayoutRegs(y, c, "the staged product");
+  s.issued = s.pending = true;
+}
+
+void Emitter::StageWait() {
+  Staged& s = *staged_;
+  ValueId c = std::get<tile::op::Loop>(k_.Get(specialized_->loop).node).carried.at(s.carried);
+  hopper::WgmmaWait(b_, 0);
+  // A's registers stay live up to the wait (the product reads them as it runs).
+  std::vector<llvm::Value*> both = slots_[c.index].regs;
+  std::size_t n = both.size();
+  for (llvm::Value* x : s.operands)
+    if (x->getType()->isIntegerTy(32)) both.push_back(x);
+  both = hopper::FenceOperands(b_, both);
+  slots_[c.index].regs.assign(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n));
+  s.pending = false;
 }
 
 std::vector<llvm::Value*> Emitter::SameLayoutRegs(ValueId src, ValueId dst, std::string_view what) {
@@ -1919,6 +2086,29 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     b_.CreateBr(go);
     b_.SetInsertPoint(go);
   }
+  // A staged product (Staged): its shape, and the operands of a product that adds nothing for the
+  // first iteration to issue.
+  staged_.reset();
+  if (consumer && specialized_->staged) {
+    Staged st;
+    st.mma = specialized_->staged->first;
+    st.carried = specialized_->staged->second;
+    const tile::Op& mop = k_.Get(st.mma);
+    st.shape = PrepareWgmma(st.mma, mop, std::get<tile::op::Mma>(mop.node), true);
+    ValueId c = loop.carried[st.carried], y = mop.results.at(0);
+    slots_[c.index].regs = SameLayoutRegs(loop.init.at(st.carried), c, "the loop's carried value");
+    st.acc = SameLayoutRegs(c, y, "the staged product's accumulator");
+    llvm::Value* address = SharedAddress(smem_base_);
+    llvm::Value* zero = b_.CreateZExt(b_.CreateAnd(b_.CreateLShr(address, I32(4)), I32(0x3FFF)), b_.getInt64Ty());
+    for (std::size_t step = 0; step < st.shape.a_mn.size(); ++step) {
+      if (st.shape.a_shared)
+        st.operands.push_back(zero);
+      else
+        for (int r = 0; r < 4; ++r) st.operands.push_back(I32(0));
+      st.operands.push_back(zero);
+    }
+    staged_ = std::move(st);
+  }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -1932,6 +2122,10 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   for (std::size_t i = 0; i < loop.carried.size(); ++i) {
     ValueId c = loop.carried[i], init = loop.init.at(i);
     std::vector<llvm::PHINode*> p;
+    if (staged_ && i == staged_->carried) {  // set by the staged product in the body
+      phis.emplace_back();
+      continue;
+    }
     if (Val(c).space == tile::Space::Scalar) {
       llvm::Value* x = Scalar(init);
       llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
@@ -1952,6 +2146,15 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     }
     phis.push_back(std::move(p));
   }
+  std::vector<llvm::PHINode*> staged_phis;
+  if (staged_)
+    for (auto* values : {&staged_->acc, &staged_->operands})
+      for (llvm::Value*& x : *values) {
+        llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+        phi->addIncoming(x, pre);
+        x = phi;
+        staged_phis.push_back(phi);
+      }
   std::vector<std::pair<std::size_t, llvm::PHINode*>> ring_phis_a, ring_phis_b;
   for (auto [regs, out] : {std::pair{&ring.a0, &ring_phis_a}, std::pair{&ring.b0, &ring_phis_b}})
     for (std::size_t i = 0; i < regs->size(); ++i)
@@ -1975,10 +2178,11 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   if (stages && consumer) {
     schedule::WarpSpecializedDetail detail;
     detail.arrivals = 4;  // one per consumer warp
-    detail.release_previous = !deferred_carried.empty();
+    detail.release_previous = !deferred_carried.empty() || staged_;
     detail.turns = 0;
     for (OpId id : loop.body)
-      detail.turns += StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred_wgmma_.count(id.index);
+      detail.turns += StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred_wgmma_.count(id.index) &&
+                      !(staged_ && staged_->mma == id);
     protocols_.push_back(schedule::WarpSpecializedProtocol(
         stages, 2 * stages + 1, static_cast<int>(plan_.threads / 128), specialized_->ping_pong, tma_bytes, detail));
   } else if (stages && tma) {
@@ -1992,8 +2196,13 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
     WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
     slots_[loop.counter.index].scalar = counter;
+    if (staged_) staged_->in_body = true, staged_->issued = false;
     for (OpId id : loop.body) {
       const tile::Op& body_op = k_.Get(id);
+      if (staged_ && staged_->pending) {
+        const auto operands = tile::Operands(body_op);
+        if (std::find(operands.begin(), operands.end(), loop.carried[staged_->carried]) != operands.end()) StageWait();
+      }
       if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
         ValueId dst = body_op.results.at(0);
         slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
@@ -2001,11 +2210,16 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
         EmitOp(id);
       }
     }
+    if (staged_) {
+      if (!staged_->issued) Fail("the staged product of the previous iteration was never issued");
+      if (staged_->pending) StageWait();
+      staged_->in_body = false;
+    }
     span_ = op.span;
     if (consumer) {
       // This warp is done with a slot: this iteration's, or with products still in flight
       // (deferred), the previous iteration's. Its lanes' reads come before lane 0's arrival.
-      bool previous = !deferred_carried.empty();
+      bool previous = !deferred_carried.empty() || staged_;
       llvm::Value* done = previous ? b_.CreateSub(counter, I64(1)) : counter;
       llvm::Value* live = b_.CreateICmpEQ(b_.CreateAnd(tid_, I32(31)), I32(0));
       if (previous) live = b_.CreateAnd(live, b_.CreateICmpSGE(done, I64(0)));
@@ -2085,6 +2299,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   for (std::size_t i = 0; i < loop.carried.size(); ++i) {
     ValueId c = loop.carried[i], y = loop.yields.at(i);
+    if (staged_ && i == staged_->carried) continue;
     if (Val(c).space == tile::Space::Scalar) {
       phis[i][0]->addIncoming(Scalar(y), latch);
     } else {
@@ -2098,6 +2313,12 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       if (!x) Fail("the next iteration's first slice of an mma operand was not loaded");
       phi->addIncoming(x, latch);
     }
+  if (staged_) {
+    std::vector<llvm::Value*> next = staged_->next_acc;
+    next.insert(next.end(), staged_->next_operands.begin(), staged_->next_operands.end());
+    if (next.size() != staged_phis.size()) Fail("the staged product's operands differ between iterations");
+    for (std::size_t i = 0; i < next.size(); ++i) staged_phis[i]->addIncoming(next[i], latch);
+  }
   counter->addIncoming(b_.CreateAdd(counter, I64(1)), latch);
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
@@ -2112,6 +2333,11 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     Intrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {I32(2), I32(plan_.threads)});
     b_.CreateBr(after);
     b_.SetInsertPoint(after);
+  }
+  if (staged_) {  // the last iteration's staged product (none when the loop ran none: it adds 0)
+    hopper::WgmmaFence(b_);
+    StageFlush();
+    StageWait();
   }
   if (!deferred_carried.empty()) {  // the last iteration's products
     hopper::WgmmaWait(b_, 0);
@@ -2132,6 +2358,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     slots_[r.index].regs =
         Val(c).space == tile::Space::Reg ? SameLayoutRegs(c, r, "the loop's result") : std::vector<llvm::Value*>{};
   }
+  staged_.reset();
 }
 
 // --- the body, unswitched on a flag ------------------------------------------------------------
@@ -2233,6 +2460,9 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
     waits = waits || (StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index));
   if (!waits) return std::nullopt;
   s.ping_pong = consumers == 2 && ping_pong_;
+  s.staged = FindStaged(loop);
+  // The zeroed block must fit beside the tiles and mbarriers.
+  if (s.staged && MbarrierOffset() + (2 * s.stages + 1) * 8 + 16 + 1024 > 227 * 1024) s.staged.reset();
   return s;
 }
 
@@ -2247,6 +2477,12 @@ void Emitter::EmitSpecialized() {
       Intrinsic(llvm::Intrinsic::nvvm_mbarrier_init_shared, {Mbarrier(I32(s.stages + i)), I32(plan_.threads / 32)});
     }
     hopper::FenceMbarrierInit(b_);
+    if (s.staged) {  // the block a staged product's first issue reads (Staged), seen by wgmma
+      auto* zeros = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt32Ty(), 4));
+      for (std::int64_t at = 0; at < 128; at += 16)
+        b_.CreateAlignedStore(zeros, b_.CreateGEP(b_.getInt8Ty(), smem_base_, I32(at)), llvm::Align(16));
+      hopper::FenceProxyAsync(b_);
+    }
   });
   Intrinsic(llvm::Intrinsic::nvvm_barrier0, {});  // every thread, the producer's too
   llvm::BasicBlock* producer = llvm::BasicBlock::Create(ctx_, "producer", fn_);
@@ -2371,7 +2607,7 @@ DeviceKernel Emitter::Emit() {
       new llvm::GlobalVariable(m_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false, llvm::GlobalValue::ExternalLinkage,
                                nullptr, "weft_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
   smem_array->setAlignment(llvm::Align(1024));
-  smem_ = smem_array;
+  smem_ = smem_base_ = smem_array;
   tid_ = Intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
 
   auto arg = fn_->arg_begin();
@@ -2420,6 +2656,10 @@ DeviceKernel Emitter::Emit() {
   if (warp_specialize_) specialized_ = FindSpecialization();
   if (specialized_) {
     mbarriers_ = std::max(mbarriers_, 2 * specialized_->stages + 1);  // full, empty, and one in place
+    if (specialized_->staged) {
+      front_bytes_ = 1024;
+      smem_ = llvm::ConstantExpr::getInBoundsGetElementPtr(b_.getInt8Ty(), smem_base_, b_.getInt32(1024));
+    }
     out.threads = plan_.threads + 128;
     EmitSpecialized();
   } else {
@@ -2427,6 +2667,7 @@ DeviceKernel Emitter::Emit() {
   }
   if (scratch_bytes_ || mbarriers_)
     out.shared_bytes = MbarrierOffset() + (mbarriers_ * 8 + 15) / 16 * 16 + scratch_bytes_;
+  out.shared_bytes += front_bytes_;
   out.tensor_maps = map_specs_;
   out.protocols = protocols_;
   b_.CreateRetVoid();
@@ -2524,6 +2765,7 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
     if (options.line_info) emitter.EnableLineInfo(sources);
     if (!options.warp_specialize) emitter.DisableWarpSpecialization();
     if (options.ping_pong) emitter.EnablePingPong();
+    if (!options.stage_products) emitter.DisableStaging();
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

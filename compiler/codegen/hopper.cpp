@@ -80,8 +80,10 @@ std::vector<llvm::Value*> FenceOperands(llvm::IRBuilder<>& b, const std::vector<
   std::string constraints;
   std::vector<llvm::Type*> fields;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    constraints += i ? ",=f" : "=f";
-    fields.push_back(values[i]->getType());
+    llvm::Type* t = values[i]->getType();
+    const char* c = t->isFloatTy() ? "=f" : t->isIntegerTy(64) ? "=l" : t->isIntegerTy(32) ? "=r" : "=h";
+    constraints += std::string(i ? "," : "") + c;
+    fields.push_back(t);
   }
   for (std::size_t i = 0; i < values.size(); ++i) constraints += "," + std::to_string(i);
   llvm::Value* r = Asm(b, llvm::StructType::get(b.getContext(), fields), "", constraints, values);

@@ -15,7 +15,7 @@
 // A case file has one case per line (`#` starts a comment):
 //
 //   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--no-warp-specialization]
-//        [--ping-pong] [--expect-error=TEXT...]
+//        [--no-ping-pong] [--no-staging] [--expect-error=TEXT...]
 //   stdlib/gemm.weft gemm_bf16 sm_80,sm_90a m=512 n=384 k=1024 --flops=2*m*n*k
 //
 // FILE is relative to --root (default: the current folder); TARGETS is one or more of sm_80 and
@@ -26,8 +26,9 @@
 // `random` on the GPU machine. --expect-error=TEXT (the rest of the line): the sizes or scalars must
 // be refused (a broken `where` clause, say) with TEXT in the message; no folder is written.
 // --no-warp-specialization: the kernel generated without a producer warpgroup (codegen::Options),
-// to compare; --ping-pong: with codegen::Options::ping_pong on. A case is named
-// KERNEL-TARGET[-plain][-turns]-SIZES[-SCALAR_VALUE...].
+// to compare; --no-ping-pong: with codegen::Options::ping_pong off; --no-staging: with
+// codegen::Options::stage_products off. A case is named
+// KERNEL-TARGET[-plain][-noturns][-unstaged]-SIZES[-SCALAR_VALUE...].
 //
 // Inputs are fresh: the seed is random unless --seed gives it (it is printed, and each manifest
 // records its own, so a failure can be made again).
@@ -86,7 +87,8 @@ struct Line {
   std::string flops;
   bool reference = true;
   bool warp_specialize = true;  // --no-warp-specialization: codegen::Options::warp_specialize off
-  bool ping_pong = false;       // --ping-pong: codegen::Options::ping_pong on
+  bool ping_pong = true;        // --no-ping-pong: codegen::Options::ping_pong off
+  bool stage = true;            // --no-staging: codegen::Options::stage_products off
   std::string expect_error;     // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
@@ -254,8 +256,8 @@ class Generator {
   bool GenerateOne(const Line& line, const std::string& target_name, std::uint64_t seed) {
     // The case's name: KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
     Checked& checked = Check(line.source);
-    std::string name =
-        line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") + (line.ping_pong ? "-turns" : "");
+    std::string name = line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") +
+                       (line.ping_pong ? "" : "-noturns") + (line.stage ? "" : "-unstaged");
     if (!checked.errors.empty())
       return Error(name, line.where + ": " + line.source + " does not check:\n" + checked.errors);
     const core::Def* def = checked.result.module.Find(line.kernel);
@@ -342,6 +344,7 @@ class Generator {
     codegen::Options codegen_options;
     codegen_options.warp_specialize = line.warp_specialize;
     codegen_options.ping_pong = line.ping_pong;
+    codegen_options.stage_products = line.stage;
     auto device = codegen::EmitKernel(*kernel, *plan, checked.sources, codegen_options);
     if (!device) return not_generated(RenderAll(checked.sources, device.error()), false);
 
@@ -622,8 +625,10 @@ int Main(int argc, char** argv) {
           line.reference = false;
         else if (w[k] == "--no-warp-specialization")
           line.warp_specialize = false;
-        else if (w[k] == "--ping-pong")
-          line.ping_pong = true;
+        else if (w[k] == "--no-ping-pong")
+          line.ping_pong = false;
+        else if (w[k] == "--no-staging")
+          line.stage = false;
         else if (w[k].rfind("--expect-error=", 0) == 0) {
           for (line.expect_error = w[k].substr(15); ++k < w.size();) line.expect_error += " " + w[k];
           if (line.expect_error.empty()) Usage(line.where + ": --expect-error= needs the text of the error");
@@ -632,7 +637,7 @@ int Main(int argc, char** argv) {
         else
           Usage(line.where + ": `" + w[k] +
                 "` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
-                "--ping-pong or --expect-error=TEXT");
+                "--no-ping-pong, --no-staging or --expect-error=TEXT");
       }
       lines.push_back(std::move(line));
     }

@@ -474,6 +474,6 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
   CHECK(option.ran.status == 2);
   CHECK(option.ran.output.find(
             "`--fast` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
-            "--ping-pong or --expect-error") != std::string::npos);
+            "--no-ping-pong, --no-staging or --expect-error") != std::string::npos);
   fs::remove_all(option.out);
 }

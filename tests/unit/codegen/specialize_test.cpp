@@ -37,7 +37,7 @@ TEST_CASE("codegen: stdlib attention_d128 on sm_90a has a producer warpgroup") {
   CHECK(Has(ptx, "bar.warp.sync"));
   CHECK(Has(ptx, "barrier.sync \t1, 256;"));  // the consumers' barrier, not the producer's
   CHECK(Has(ptx, "cvt.rn.bf16x2.f32"));       // P packed for P V in one conversion a pair
-  CHECK_FALSE(Has(ptx, "bar.arrive"));        // no ping-pong by default
+  CHECK(Has(ptx, "bar.arrive"));              // ping-pong by default
   REQUIRE(d.protocols.size() == 1);
   const schedule::Protocol& p = d.protocols[0];
   CHECK(p.name == "warp-specialized");
@@ -52,12 +52,11 @@ TEST_CASE("codegen: stdlib attention_d128 on sm_90a has a producer warpgroup") {
 }
 
 TEST_CASE("codegen: ping-pong hands the tensor cores over with named barriers and no deadlock") {
-  auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  Options off;
+  off.ping_pong = false;
+  auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
   const Emitted& plain = Find(all, "attention_d128");
-  // The same kernel with Options::ping_pong: regenerate it through EmitFile's source.
-  Options options;
-  options.ping_pong = true;
-  auto turns = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, options);
+  auto turns = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
   const Emitted& e = Find(turns, "attention_d128");
   CHECK(Has(e.device->ptx, "bar.arrive"));
   CHECK_FALSE(Has(plain.device->ptx, "bar.arrive"));
@@ -82,14 +81,37 @@ std::size_t Count(const std::string& text, const std::string& what) {
 
 TEST_CASE("codegen: a pipeline reading a bool parameter is emitted once for each value") {
   // attention_d128's body reads `causal`: two copies of the loop (16 wgmma each, 128 x 128 x 128
-  // twice over 8 k-steps a warpgroup), the mask's 64 selects a thread only in the causal one.
+  // twice over 8 k-steps a warpgroup, and the staged P V's 8 again after each loop), the mask's 64
+  // selects a thread only in the causal one.
   auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
   const std::string& ptx = Find(all, "attention_d128").device->ptx;
-  CHECK(Count(ptx, "wgmma.mma_async") == 32);
+  CHECK(Count(ptx, "wgmma.mma_async") == 48);
   CHECK(Count(ptx, "selp.f32") == 64);
   // The gemm has no bool parameter: one copy.
   auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a);
   CHECK(Count(Find(gemm, "gemm_bf16").device->ptx, "wgmma.mma_async") == 4);  // m64n256, 4 k-steps
+}
+
+TEST_CASE("codegen: attention's P V is staged behind the next iteration's Q K^T") {
+  // Each loop copy: Q K^T committed, the previous iteration's P V committed behind it, a wait
+  // that leaves P V running (wait_group 1) over the softmax, a wait for all before the accumulator
+  // is rescaled; after the loop the last P V. The zeroed block the first issue reads is stored by
+  // thread 0 at the start of shared memory, and the tiles start 1024 bytes in.
+  auto staged = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const Emitted& a = Find(staged, "attention_d128");
+  CHECK(Count(a.device->ptx, "wgmma.wait_group.sync.aligned 1;") == 2);
+  CHECK(Count(a.device->ptx, "wgmma.commit_group") == 6);
+  CHECK(Has(a.device->ptx, "[weft_smem+112]"));
+  Options off;
+  off.stage_products = false;
+  auto plain = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
+  const Emitted& b = Find(plain, "attention_d128");
+  CHECK(Count(b.device->ptx, "wgmma.wait_group.sync.aligned 1;") == 0);
+  CHECK(Count(b.device->ptx, "wgmma.mma_async") == 32);
+  CHECK(a.device->shared_bytes == b.device->shared_bytes + 1024);
+  // The gemm's product is a deferred accumulator, not staged.
+  auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a);
+  CHECK_FALSE(Has(Find(gemm, "gemm_bf16").device->ptx, "[weft_smem+112]"));
 }
 
 TEST_CASE("codegen: which kernels are warp-specialized") {
