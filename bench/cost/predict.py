@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cost model's predicted time beside the measured one, for the benchmarked kernels (issue 9):
 
-  predict.py MEASURED.md... [--weft PATH] [--machine h200|h100] [--out FILE]
+  predict.py MEASURED.md... [--weft PATH] [--machine h100|h200] [--out FILE]
 
 For every sm_90a case of bench/gemm/cases.txt (gemm_bf16 at 2048 to 8192) and of
 bench/attention/cases.txt (the stdlib kernels), runs `weft explain FILE --kernel K --target sm_90a
@@ -10,7 +10,9 @@ bench/attention/cases.txt (the stdlib kernels), runs `weft explain FILE --kernel
 bench/gemm/bench.py prints and writes to $OUT/bench.md (`| case | weft ms | ... |`, the case named
 KERNEL-TARGET-SIZES[-SCALAR_VALUE] as tests/gpu/gpu_cases names it); when several files give a case,
 the last one wins. Prints one markdown table (predicted, measured, predicted / measured) and the
-count of cases within 25%; exit status 1 when a case is outside 25% or has no measurement.
+count of cases within 25%; exit status 1 when a case is outside 25% or has no measurement. The
+machine is h100 by default (bench/cost/measured-2026-11-26-h100.md: the lowering codegen emits now);
+the H200 table of 2026-11-26 is of the attention lowering before staged products and ping-pong.
 """
 import os
 import re
@@ -70,7 +72,7 @@ def predict(weft, machine, file, kernel, sizes, scalars):
 def main():
     args = sys.argv[1:]
     weft = os.path.join(ROOT, "build/dev/compiler/driver/weft")
-    machine, out = "h200", None
+    machine, out = "h100", None
     for flag in ("--weft", "--machine", "--out"):
         if flag in args:
             i = args.index(flag)

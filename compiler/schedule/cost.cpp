@@ -277,6 +277,78 @@ bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile
   return false;
 }
 
+// Codegen's rule for a staged product (codegen/device.cpp, FindStaged and FindSpecialization),
+// from the IR: in a warp-specialized loop with no deferred accumulator, a wgmma whose result is
+// yielded as carried value `c` and read by nothing else, accumulating into something computed from
+// `c` (not `c` itself: attention's `acc * expand alpha`), with A computed in registers in the body
+// and B a shared tile (a TMA tile of the loop or one from before it), behind another wgmma that
+// comes before the body first reads `c`. It is issued in the next iteration right after that
+// iteration's first product and waited for just before the body reads `c`; codegen needs 1 KB of
+// shared memory beside the tiles for it.
+std::optional<OpId> StagedProduct(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
+                                  int stages) {
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : kernel.ops)
+    for (ValueId v : tile::Operands(op)) ++uses[v.index];
+  auto position = [&](OpId id) {
+    return static_cast<std::size_t>(std::find(loop.body.begin(), loop.body.end(), id) - loop.body.begin());
+  };
+  auto is_wgmma = [&](OpId id) {
+    return std::holds_alternative<tile::op::Mma>(kernel.Get(id).node) &&
+           StartsWith(plan.ops[id.index].instruction, "wgmma");
+  };
+  // The shared tile wgmma reads for `v` (codegen's WgmmaReadsShared): a shared value, or a `regs`
+  // of one that the plan does not load.
+  auto reads_shared = [&](ValueId v) -> std::optional<ValueId> {
+    const tile::Value& value = kernel.Get(v);
+    if (value.space == tile::Space::Shared) return v;
+    if (!value.def.valid()) return std::nullopt;
+    const auto* r = std::get_if<tile::op::ToRegs>(&kernel.Get(value.def).node);
+    if (!r) return std::nullopt;
+    if (StartsWith(plan.ops[value.def.index].instruction, "none") || !plan.values[v.index].regs) return r->src;
+    return std::nullopt;
+  };
+  // No deferred accumulator (codegen stages none beside one).
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = kernel.Get(y);
+    if (!yv.def.valid() || position(yv.def) == loop.body.size()) continue;
+    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
+    if (m && m->acc == c && uses[c.index] == 1 && uses[y.index] == 1 && is_wgmma(yv.def)) return std::nullopt;
+  }
+  if ((plan.shared_bytes + 15) / 16 * 16 + (2 * stages + 1) * 8 + 16 + 1024 > 227 * 1024) return std::nullopt;
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = kernel.Get(y);
+    if (!yv.def.valid() || position(yv.def) == loop.body.size()) continue;
+    if (!is_wgmma(yv.def) || uses[y.index] != 1 || uses[c.index] == 0) continue;
+    const auto& m = std::get<tile::op::Mma>(kernel.Get(yv.def).node);
+    const tile::Value& a = kernel.Get(m.a);
+    if (m.acc == c || a.space != tile::Space::Reg || reads_shared(m.a)) continue;
+    if (!a.def.valid() || std::holds_alternative<tile::op::ToRegs>(kernel.Get(a.def).node)) continue;
+    std::optional<ValueId> b = reads_shared(m.b);
+    if (!b) continue;
+    ValueId tile = *b;
+    if (const tile::Value& v = kernel.Get(tile); v.def.valid())
+      if (const auto* t = std::get_if<tile::op::Transpose>(&kernel.Get(v.def).node)) tile = t->src;
+    if (const tile::Value& v = kernel.Get(tile); v.def.valid() && position(v.def) < loop.body.size())
+      if (!std::holds_alternative<tile::op::ToShared>(kernel.Get(v.def).node) ||
+          !StartsWith(plan.ops[v.def.index].instruction, "tma"))
+        continue;
+    std::ptrdiff_t first_product = -1, first_read = -1;
+    for (std::size_t at = 0; at < loop.body.size(); ++at) {
+      OpId id = loop.body[at];
+      if (first_product < 0 && id != yv.def && is_wgmma(id)) first_product = static_cast<std::ptrdiff_t>(at);
+      const auto operands = tile::Operands(kernel.Get(id));
+      if (first_read < 0 && std::find(operands.begin(), operands.end(), c) != operands.end())
+        first_read = static_cast<std::ptrdiff_t>(at);
+    }
+    if (first_product < 0 || first_read < first_product) continue;
+    return yv.def;
+  }
+  return std::nullopt;
+}
+
 // Whether node `n`'s result is read in the same iteration (a product waited for).
 bool ReadNow(const Graph& g, int n) {
   for (const Edge& e : g.edges)
@@ -380,10 +452,18 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   bool tma = false;
   for (const Node& n : g.nodes)
     if (n.kind == NodeKind::kLoad && StartsWith(plan.ops[n.ops.front().index].instruction, "tma")) tma = true;
-  if (specialized)
-    p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups in lock-step";
-  else
+  std::optional<OpId> staged = specialized ? StagedProduct(kernel, plan, l, g.plan_stages) : std::nullopt;
+  bool turns = specialized && consumers == 2;  // codegen::Options::ping_pong, on by default
+  if (specialized) {
+    p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups " +
+                (turns ? "in ping-pong" : "in lock-step");
+    if (staged)
+      for (const Node& n : g.nodes)
+        if (n.kind == NodeKind::kMma && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end())
+          p.lowered += ", " + n.name + " staged behind the next iteration's first product";
+  } else {
     p.lowered = tma ? "the TMA ring" : g.plan_stages > 1 ? "the cp.async ring" : "no ring";
+  }
 
   // 3. One iteration.
   std::set<std::uint32_t> free = FreeOps(kernel, plan, l, bools);
@@ -392,6 +472,8 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
     for (int u = 0; u < kUnits; ++u)
       if (n.kind != NodeKind::kVector) unit[u] += n.occupancy[u];
   double chain = static_cast<double>(machine.barrier);
+  double staged_busy = 0;  // the staged product's tensor-core cycles (whole block)
+  double vector_all = 0;   // lock-step: the consumers' vector work, interleaved
   for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
     const Node& n = g.nodes[k];
     switch (n.kind) {
@@ -399,24 +481,46 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
         if (!specialized) chain += static_cast<double>(n.issue);
         break;
       case NodeKind::kMma: {
-        std::int64_t busy = n.occupancy[static_cast<int>(Unit::kTensorCore)];
-        if (specialized)  // the consumers wait for every product they issue, together
-          chain += static_cast<double>(busy + machine.mma_latency);
-        else
+        double busy = static_cast<double>(n.occupancy[static_cast<int>(Unit::kTensorCore)]);
+        if (!specialized) {
           chain += static_cast<double>(n.async && ReadNow(g, k) ? n.latency : n.issue);
+        } else if (staged && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end()) {
+          staged_busy += busy;
+        } else if (turns) {  // one warpgroup's share, in its turn (a named barrier), then waited for
+          chain += busy / consumers + static_cast<double>(machine.mma_latency + machine.barrier);
+        } else {  // the consumers wait for every product they issue, together
+          chain += busy + static_cast<double>(machine.mma_latency);
+        }
         break;
       }
       case NodeKind::kVector: {
         VectorCycles v = Vector(kernel, plan, machine, n.ops, free);
         unit[static_cast<int>(Unit::kAlu)] += v.alu;
         unit[static_cast<int>(Unit::kSfu)] += v.sfu;
-        chain += static_cast<double>(specialized ? std::max(v.alu, v.sfu) : v.alu + v.sfu);
+        if (!specialized) {
+          chain += static_cast<double>(v.alu + v.sfu);
+        } else if (turns) {
+          // One warpgroup's vector work while the other's products run: a lone warp on each
+          // sub-partition, whose instructions issue `lone_warp_issue` cycles apart and whose ex2
+          // the arithmetic that reads them waits for.
+          chain += (static_cast<double>(v.alu) * machine.lone_warp_issue + static_cast<double>(v.sfu)) / consumers;
+        } else {
+          vector_all += static_cast<double>(std::max(v.alu, v.sfu));
+        }
         break;
       }
       case NodeKind::kStore:
         chain += static_cast<double>(n.issue);
         break;
     }
+  }
+  if (specialized && turns) {
+    // The staged product runs behind the warpgroup's first one, through its vector work; the body
+    // waits for it before it reads the accumulator (charged in the chain at one warpgroup's share).
+    chain += staged_busy / consumers;
+  } else if (specialized) {
+    // In lock-step the staged product overlaps the consumers' vector work.
+    chain += std::max(vector_all, staged_busy);
   }
   std::int64_t busiest = 0;
   for (std::int64_t u : unit) busiest = std::max(busiest, u);

@@ -7,24 +7,28 @@
 //      given is 4096 (16 for one that only indexes leading axes, such as attention's `bh`), a scalar
 //      0 or false. The grid's blocks are evaluated at those values, and the loop's trip count for
 //      each block (its bound may read block indices: causal attention's `minimum (i + 1) (t / 128)`).
-//   2. What the loop lowers to (codegen's FindSpecialization rule, repeated here): on sm_90a, a
-//      kernel of two or more warpgroups whose one top-level `pipeline` of TMA copies waits for a
-//      product in its body is warp-specialized: a producer warpgroup, and consumer warpgroups that
-//      each wait for every product they issue before the vector work that reads it. No turns are
-//      taken (ping-pong is off by default), so the consumers run in lock-step: they pass the same
-//      barriers at about the same time, issue their products together and then do their vector work
-//      together, their warps interleaved on each sub-partition. Else: the TMA or cp.async ring,
-//      whose warps issue the body in program order and meet at one block barrier an iteration.
-//   3. One iteration of the lowered loop (cycles): specialized, the products' tensor-core time plus
-//      the wgmma latency of each product waited for, plus the vector work, plus a barrier; the ring,
-//      the body's issue in program order (a product waited for at its latency) plus the barrier and
-//      the copies' issue. Either is at least the busiest unit's cycles (copy engine, tensor cores).
-//      Vector work is that of the body codegen emits for the given scalars: a bool parameter the
-//      body reads is decided once (codegen emits the body per value), so ops it makes constant or
-//      dead (causal's mask when causal is false) cost nothing; a zero `fill` that a wgmma
-//      accumulates into costs nothing (scale-d 0); an i64 elementwise op is two instructions. A
-//      group of vector work takes the longer of its ALU issue and its SFU cycles (the warps of the
-//      consumers interleave: one's ex2 under another's arithmetic).
+//   2. What the loop lowers to (codegen's FindSpecialization and FindStaged rules, repeated here):
+//      on sm_90a, a kernel of two or more warpgroups whose one top-level `pipeline` of TMA copies
+//      waits for a product in its body is warp-specialized: a producer warpgroup, and consumer
+//      warpgroups that take turns at the tensor cores when there are two (ping-pong, codegen's
+//      default) and run in lock-step otherwise. A product whose result only goes around the loop,
+//      accumulating into something computed from the carried value (attention's `mma P V (acc *
+//      alpha)`), A in registers, B a shared tile, is staged: issued in the next iteration right after
+//      the first product, waited for just before the body reads the carried value. Else: the TMA or
+//      cp.async ring, whose warps issue the body in program order and meet at one block barrier an
+//      iteration.
+//   3. One iteration of the lowered loop (cycles): in ping-pong, one warpgroup's chain: its share
+//      of each product it waits for, with the wgmma latency and its turn (a named barrier), its share
+//      of the staged product, its vector work as a lone warp on each sub-partition (ALU instructions
+//      `lone_warp_issue` cycles apart, plus its SFU cycles), a barrier; in lock-step, every product's
+//      tensor-core time and latency, the consumers' vector work interleaved (a group at the longer of
+//      its ALU issue and SFU cycles) or the staged product under it, a barrier; the ring, the body's
+//      issue in program order (a product waited for at its latency) plus the barrier and the copies'
+//      issue. Each is at least the busiest unit's cycles (copy engine, tensor cores: both
+//      warpgroups' products). Vector work is that of the body codegen emits for the given scalars: a
+//      bool parameter the body reads is decided once (codegen emits the body per value), so ops it
+//      makes constant or dead (causal's mask when causal is false) cost nothing; a zero `fill` that a
+//      wgmma accumulates into costs nothing (scale-d 0); an i64 elementwise op is two instructions.
 //   4. One block: a prologue (the copy latency, then the tiles loaded before the loop and one
 //      iteration's tiles at the block's share of HBM bandwidth: every SM starts at once), trip x the
 //      iteration, an epilogue (the vector work after the loop at the ALU issue rate, the stores at
@@ -60,7 +64,7 @@ struct CostInputs {
 struct Prediction {
   std::string sizes;    // "m = 4096, k = 4096, n = 4096", then scalars: "causal = false"
   std::string machine;  // "H100 SXM"
-  std::string lowered;  // "warp-specialized: 2 consumer warpgroups in lock-step", "TMA ring"
+  std::string lowered;  // "warp-specialized: 2 consumer warpgroups in ping-pong, mma 67:6 staged ...", "TMA ring"
   std::int64_t blocks = 0;
   std::int64_t trip = 0;  // iterations of the pipeline in the longest block
   std::int64_t trip_min = 0;

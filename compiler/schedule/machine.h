@@ -22,8 +22,14 @@
 //           the end event (CUDA events around one launch).
 //   [h200]  Checked on an H200 (bench/results/2026-11-26-h200-cost-model.md): gemm_bf16 at 8192^3
 //           runs at 800 TFLOP/s, 48 KB of TMA copies a 1024-cycle k-step, so the copy engine feeds
-//           about 40 B/cycle/SM (the [mb] assumption) and bounds it; the cost model with this table
-//           predicts the 12 attention points and the 3 gemm ones within 25% (most within 10%).
+//           about 40 B/cycle/SM (the [mb] assumption) and bounds it. (That file's attention points
+//           are of the lowering before staged products and ping-pong; only the gemm still checks.)
+//   [h100]  Fitted on an H100 (bench/results/2026-11-26-h100-cost-model.md, attention with staged
+//           P V and ping-pong): one warpgroup's vector work, a lone warp on each sub-partition, issues
+//           an instruction every 2 cycles (dependent FP32 chains of 4 cycles' latency, two
+//           independent rows a thread): the head-dim-64 points, causal against non-causal, where the
+//           mask's arithmetic costs ~570 cycles an iteration for 320 instructions a warp. With it
+//           and the table above, all 15 benchmarked cases within 25%.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +62,7 @@ struct Machine {
   std::int64_t tma_issue = 40;                   // [est] per copy, plus 10 a box
   std::int64_t barrier = 32;                     // [est] bar.sync of the block
   std::int64_t alu_latency = 24;                 // [est]
+  double lone_warp_issue = 2;                    // [h100] cycles between a lone warp's instructions
   std::int64_t registers_per_sm = 65536;         // [wp]
   std::int64_t shared_per_block = 227 * 1024;    // [wp]; 163 KB for sm_80 code (synth's budget)
   double launch_seconds = 2e-6;                  // [est] a launch's fixed time
