@@ -70,8 +70,8 @@ struct Options {
   // `threads` of the kernel plus 128. Off: the whole block runs the ring, as on sm_80.
   bool warp_specialize = true;
   // ... and its two consumer warpgroups take turns at the tensor cores (ping-pong, FlashAttention-3's
-  // named-barrier hand-over): with staged products, attention measured 1-12% faster with it on an
-  // H100 (one point 1% slower; docs/codegen.md).
+  // named-barrier hand-over): with staged products, attention measured 1-16% faster with it on an
+  // H100 at 10 of 12 points, within 1% at the others (docs/codegen.md).
   bool ping_pong = true;
   // A pipeline's last product, whose result only goes around the loop (attention's P V), is issued
   // in the next iteration behind its first product, so the vector work between them overlaps it
