@@ -266,6 +266,16 @@ class Emitter {
   std::optional<std::pair<OpId, std::size_t>> FindStaged(const tile::op::Loop& loop);
   void StageFlush();  // issue the previous iteration's product
   void StageWait();   // and wait for it: the carried accumulator's registers are valid
+  // A mask whose compare holds for a whole iteration's tile (attention's causal mask below the
+  // diagonal): `AllTrue` builds a uniform i1 that implies every element of a bool tile is true,
+  // from the bounds of the integer tiles and scalars it compares (`IntBounds`); the body of such a
+  // loop is emitted twice behind a branch at the top of each iteration (nothing in flight there),
+  // once with the mask folded to true (`folded_`). Body values are computed afresh (`Fresh`).
+  std::optional<std::pair<llvm::Value*, llvm::Value*>> IntBounds(ValueId v, const std::set<std::uint32_t>& body,
+                                                                 int depth = 0);
+  llvm::Value* AllTrue(ValueId v, const std::set<std::uint32_t>& body, int depth = 0);
+  llvm::Value* Fresh(ValueId v, const std::set<std::uint32_t>& body, int depth = 0);
+  std::set<std::uint32_t> folded_;  // bool tiles known all true in this copy of the body
   // A staged product's first issue reads a zeroed 128-byte block at the start of shared memory; the
   // kernel's tiles, mbarriers and scratch follow `front_bytes_` (1024: the tiles' alignment) after
   // it, so a wgmma that reads the block (nominally a whole k-step of B) stays inside the allocation.
@@ -661,6 +671,10 @@ void Emitter::EmitOp(OpId id) {
   span_ = op.span;
   Locate(op.span);
   auto result = [&]() { return op.results.at(0); };
+  if (!op.results.empty() && folded_.count(result().index)) {  // a mask true in this copy of the body
+    slots_[result().index].regs.assign(static_cast<std::size_t>(Flat(Tv(result())).values), b_.getTrue());
+    return;
+  }
   std::visit(
       [&](const auto& node) {
         using T = std::decay_t<decltype(node)>;
@@ -1507,6 +1521,85 @@ std::set<std::uint32_t> Emitter::DeferrableWgmma(const tile::op::Loop& loop, std
   return out;
 }
 
+llvm::Value* Emitter::Fresh(ValueId v, const std::set<std::uint32_t>& body, int depth) {
+  const tile::Value& value = Val(v);
+  if (depth > 32 || value.space != tile::Space::Scalar) return nullptr;
+  if (!value.def.valid() || !body.count(value.def.index)) return slots_.at(v.index).scalar;
+  const tile::Op& def = k_.Get(value.def);
+  const auto* s = std::get_if<tile::op::ScalarOp>(&def.node);
+  if (!s && !std::holds_alternative<tile::op::Constant>(def.node)) return nullptr;
+  if (s)
+    for (ValueId a : s->args)
+      if (!Fresh(a, body, depth + 1)) return nullptr;
+  EmitOp(value.def);
+  return slots_.at(v.index).scalar;
+}
+
+std::optional<std::pair<llvm::Value*, llvm::Value*>> Emitter::IntBounds(ValueId v, const std::set<std::uint32_t>& body,
+                                                                        int depth) {
+  const tile::Value& value = Val(v);
+  if (depth > 32 || IsFloat(value.dtype) || value.dtype == Dtype::Bool) return std::nullopt;
+  auto wide = [&](llvm::Value* x) { return b_.CreateSExtOrTrunc(x, b_.getInt64Ty()); };
+  if (value.space == tile::Space::Scalar) {
+    llvm::Value* x = Fresh(v, body, depth + 1);
+    if (!x) return std::nullopt;
+    return std::pair{wide(x), wide(x)};
+  }
+  if (value.space != tile::Space::Reg || !value.def.valid()) return std::nullopt;
+  const tile::Op& def = k_.Get(value.def);
+  if (const auto* iota = std::get_if<tile::op::Iota>(&def.node)) return std::pair{I64(0), I64(iota->n - 1)};
+  if (const auto* e = std::get_if<tile::op::Expand>(&def.node)) return IntBounds(e->src, body, depth + 1);
+  if (const auto* f = std::get_if<tile::op::Fill>(&def.node)) return IntBounds(f->value, body, depth + 1);
+  const auto* m = std::get_if<tile::op::Map>(&def.node);
+  if (!m || m->args.size() != 2) return std::nullopt;
+  auto a = IntBounds(m->args[0], body, depth + 1);
+  auto b = a ? IntBounds(m->args[1], body, depth + 1) : std::nullopt;
+  if (!b) return std::nullopt;
+  if (m->fn == "+") return std::pair{b_.CreateAdd(a->first, b->first), b_.CreateAdd(a->second, b->second)};
+  if (m->fn == "-") return std::pair{b_.CreateSub(a->first, b->second), b_.CreateSub(a->second, b->first)};
+  if (m->fn == "*") {
+    llvm::Value* p[4] = {b_.CreateMul(a->first, b->first), b_.CreateMul(a->first, b->second),
+                         b_.CreateMul(a->second, b->first), b_.CreateMul(a->second, b->second)};
+    llvm::Value *lo = p[0], *hi = p[0];
+    for (int i = 1; i < 4; ++i) {
+      lo = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, lo, p[i]);
+      hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, hi, p[i]);
+    }
+    return std::pair{lo, hi};
+  }
+  return std::nullopt;
+}
+
+llvm::Value* Emitter::AllTrue(ValueId v, const std::set<std::uint32_t>& body, int depth) {
+  const tile::Value& value = Val(v);
+  if (depth > 32 || value.dtype != Dtype::Bool) return nullptr;
+  if (value.space == tile::Space::Scalar) return Fresh(v, body, depth + 1);
+  if (value.space != tile::Space::Reg || !value.def.valid()) return nullptr;
+  const auto* m = std::get_if<tile::op::Map>(&k_.Get(value.def).node);
+  if (!m || m->args.size() != 2) return nullptr;
+  if (m->fn == "||" || m->fn == "&&") {
+    llvm::Value* a = AllTrue(m->args[0], body, depth + 1);
+    llvm::Value* b = AllTrue(m->args[1], body, depth + 1);
+    if (m->fn == "&&") return a && b ? b_.CreateAnd(a, b) : nullptr;
+    for (llvm::Value* x : {a, b})
+      if (auto* k = llvm::dyn_cast_or_null<llvm::ConstantInt>(x); k && k->isOne()) return k;
+    if (!a || !b) return a ? a : b;
+    return b_.CreateOr(a, b);
+  }
+  static const std::map<std::string, llvm::CmpInst::Predicate> compares = {{"<=", llvm::CmpInst::ICMP_SLE},
+                                                                           {"<", llvm::CmpInst::ICMP_SLT},
+                                                                           {">=", llvm::CmpInst::ICMP_SGE},
+                                                                           {">", llvm::CmpInst::ICMP_SGT}};
+  auto c = compares.find(m->fn);
+  if (c == compares.end()) return nullptr;
+  auto a = IntBounds(m->args[0], body, depth + 1);
+  auto b = a ? IntBounds(m->args[1], body, depth + 1) : std::nullopt;
+  if (!b) return nullptr;
+  bool less = c->second == llvm::CmpInst::ICMP_SLE || c->second == llvm::CmpInst::ICMP_SLT;
+  // Every a <= b: the largest a against the smallest b (and the other way for >=).
+  return less ? b_.CreateICmp(c->second, a->second, b->first) : b_.CreateICmp(c->second, a->first, b->second);
+}
+
 std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
   if (Val(v).space == tile::Space::Shared) return v;
   const tile::Value& value = Val(v);
@@ -2196,24 +2289,104 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
     WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
     slots_[loop.counter.index].scalar = counter;
-    if (staged_) staged_->in_body = true, staged_->issued = false;
-    for (OpId id : loop.body) {
-      const tile::Op& body_op = k_.Get(id);
-      if (staged_ && staged_->pending) {
-        const auto operands = tile::Operands(body_op);
-        if (std::find(operands.begin(), operands.end(), loop.carried[staged_->carried]) != operands.end()) StageWait();
+    auto emit_body = [&] {
+      if (staged_) staged_->in_body = true, staged_->issued = false, staged_->pending = false;
+      for (OpId id : loop.body) {
+        const tile::Op& body_op = k_.Get(id);
+        if (staged_ && staged_->pending) {
+          const auto operands = tile::Operands(body_op);
+          if (std::find(operands.begin(), operands.end(), loop.carried[staged_->carried]) != operands.end())
+            StageWait();
+        }
+        if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
+          ValueId dst = body_op.results.at(0);
+          slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
+        } else {
+          EmitOp(id);
+        }
       }
-      if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
-        ValueId dst = body_op.results.at(0);
-        slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
-      } else {
-        EmitOp(id);
+      if (staged_) {
+        if (!staged_->issued) Fail("the staged product of the previous iteration was never issued");
+        if (staged_->pending) StageWait();
+        staged_->in_body = false;
+      }
+    };
+    // Masks the whole iteration's tile satisfies (AllTrue): the body twice, behind a uniform branch.
+    llvm::Value* unmasked = nullptr;
+    std::vector<ValueId> masks;
+    if (consumer) {
+      std::set<std::uint32_t> in_body;
+      for (OpId id : loop.body) in_body.insert(id.index);
+      for (OpId id : loop.body) {
+        const auto* m = std::get_if<tile::op::Map>(&k_.Get(id).node);
+        if (!m || m->fn != "select" || m->args.empty()) continue;
+        ValueId mask = m->args[0];
+        if (Val(mask).space != tile::Space::Reg || !Val(mask).def.valid() || !in_body.count(Val(mask).def.index))
+          continue;
+        llvm::Value* all = AllTrue(mask, in_body);
+        if (!all || llvm::isa<llvm::Constant>(all)) continue;
+        masks.push_back(mask);
+        unmasked = unmasked ? b_.CreateAnd(unmasked, all) : all;
       }
     }
-    if (staged_) {
-      if (!staged_->issued) Fail("the staged product of the previous iteration was never issued");
-      if (staged_->pending) StageWait();
-      staged_->in_body = false;
+    if (!unmasked) {
+      emit_body();
+    } else {
+      // What the rest of the iteration reads from the body: the yields and the staged operands.
+      auto capture = [&] {
+        std::vector<llvm::Value*> out;
+        for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+          if (staged_ && i == staged_->carried) continue;
+          ValueId y = loop.yields.at(i);
+          if (Val(y).space == tile::Space::Scalar)
+            out.push_back(Scalar(y));
+          else
+            for (llvm::Value* x : slots_.at(y.index).regs) out.push_back(x);
+        }
+        if (staged_) {
+          out.insert(out.end(), staged_->next_acc.begin(), staged_->next_acc.end());
+          out.insert(out.end(), staged_->next_operands.begin(), staged_->next_operands.end());
+        }
+        return out;
+      };
+      llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "unmasked", fn_);
+      llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx_, "masked", fn_);
+      llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "body.end", fn_);
+      b_.CreateCondBr(unmasked, fast, slow);
+      b_.SetInsertPoint(fast);
+      for (ValueId m : masks) folded_.insert(m.index);
+      emit_body();
+      folded_.clear();
+      std::vector<llvm::Value*> from_fast = capture();
+      llvm::BasicBlock* fast_end = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(slow);
+      emit_body();
+      std::vector<llvm::Value*> from_slow = capture();
+      llvm::BasicBlock* slow_end = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(merge);
+      if (from_fast.size() != from_slow.size()) Fail("the two copies of a masked body differ");
+      std::vector<llvm::Value*> merged;
+      for (std::size_t i = 0; i < from_fast.size(); ++i) {
+        llvm::PHINode* phi = b_.CreatePHI(from_fast[i]->getType(), 2);
+        phi->addIncoming(from_fast[i], fast_end);
+        phi->addIncoming(from_slow[i], slow_end);
+        merged.push_back(phi);
+      }
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+        if (staged_ && i == staged_->carried) continue;
+        ValueId y = loop.yields.at(i);
+        if (Val(y).space == tile::Space::Scalar)
+          slots_[y.index].scalar = merged[at++];
+        else
+          for (llvm::Value*& x : slots_[y.index].regs) x = merged[at++];
+      }
+      if (staged_) {
+        for (llvm::Value*& x : staged_->next_acc) x = merged[at++];
+        for (llvm::Value*& x : staged_->next_operands) x = merged[at++];
+      }
     }
     span_ = op.span;
     if (consumer) {
