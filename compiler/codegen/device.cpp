@@ -30,6 +30,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -307,12 +308,23 @@ class Emitter {
     // (not only a deferred accumulator).
     bool ping_pong = false;
     std::optional<std::pair<OpId, std::size_t>> staged;  // the consumers' staged product (Staged)
+    // Each block loops over the grid's blocks (EachTile): the producer runs into the next block's
+    // copies while the consumers finish this one's.
+    bool persistent = false;
   };
+  // A persistent kernel's loop over the grid's blocks, linearized (x fastest), from the launched
+  // block's index with the launched grid's stride: `body` once a block of the kernel's grid, with
+  // block_idx that block's and the ring's iterations counted on from the previous blocks'.
+  void EachTile(const std::function<void()>& body);
+  // A consumer warp is done with the ring's slot of iteration `done` (i64): lane 0 arrives on its
+  // empty mbarrier, where `live` (or always).
+  void Release(int stages, llvm::Value* done, llvm::Value* live);
   std::optional<Specialized> FindSpecialization();
   // The kernel's body; twice when a pipeline's body reads a bool parameter (EmitBody).
   void EmitBody();
   void EmitSpecialized();
   void EmitProducer(const Specialized& s);
+  void EmitProducerLoop(const Specialized& s);
   std::optional<Specialized> specialized_;
   llvm::Value* leader_ = nullptr;  // the thread IfThread0 runs on: tid == 0, or this one (the producer)
   bool turns_ = false;             // inside a ping-pong loop's body: products take turns
@@ -322,11 +334,13 @@ class Emitter {
   void DisableWarpSpecialization() { warp_specialize_ = false; }
   void EnablePingPong() { ping_pong_ = true; }
   void DisableStaging() { stage_products_ = false; }
+  void EnablePersistence() { persistent_ = true; }
 
  private:
   bool warp_specialize_ = true;
   bool ping_pong_ = false;      // Options::ping_pong
   bool stage_products_ = true;  // Options::stage_products
+  bool persistent_ = false;     // Options::persistent
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);
   llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
@@ -345,6 +359,11 @@ class Emitter {
   std::unordered_map<const TvLayout*, FlatTv> flat_;
   std::map<std::string, layout::Atom> atoms_;
   std::vector<llvm::Value*> iterations_;  // enclosing loops' counters (i64), innermost last
+  // Inside EachTile: the block of the kernel's grid (i64 x, y, z), the ring iterations of the
+  // blocks before it (i64), and the pipeline's iterations in this one (set by the loop).
+  std::array<llvm::Value*, 3> block_ = {nullptr, nullptr, nullptr};
+  llvm::Value* ring_base_ = nullptr;
+  llvm::Value* ring_used_ = nullptr;
   Span span_;
 
   // Line information (Options::line_info): the entry's DISubprogram, each op's instructions at the
@@ -683,7 +702,9 @@ void Emitter::EmitOp(OpId id) {
                                                     llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
                                                     llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
           if (node.axis < 0 || node.axis > 2) Fail("block_idx of a grid of rank above 3");
-          slots_[result().index].scalar = b_.CreateZExt(Intrinsic(ids[node.axis], {}), b_.getInt64Ty());
+          slots_[result().index].scalar = block_[static_cast<std::size_t>(node.axis)]
+                                              ? block_[static_cast<std::size_t>(node.axis)]
+                                              : b_.CreateZExt(Intrinsic(ids[node.axis], {}), b_.getInt64Ty());
         } else if constexpr (std::is_same_v<T, tile::op::Constant>) {
           Dtype d = Val(result()).dtype;
           llvm::Type* t = ElemType(d);
@@ -1742,18 +1763,34 @@ llvm::Value* Emitter::Elementwise(const std::string& fn, Dtype d, const std::vec
     if (fn == "negate") return f ? b_.CreateFNeg(x[0]) : b_.CreateNeg(x[0]);
     if (fn == "abs" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x[0]);
     if (fn == "sqrt" && f) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x[0]);
-    if (fn == "exp" && d == Dtype::F32) {  // 2^(x log2 e) on the special function unit (ex2.approx)
-      llvm::Constant* log2e = llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634);
-      // exp (a - b), softmax's shape with b a row's maximum: fma (a, log2 e, -(b log2 e)), one
-      // instruction a value, b log2 e shared by the row (FlashAttention's exp2 of a fused scale).
-      if (auto* sub = llvm::dyn_cast<llvm::BinaryOperator>(x[0]); sub && sub->getOpcode() == llvm::Instruction::FSub) {
+    if (fn == "exp" && d == Dtype::F32) {
+      // 2^(x log2 e) on the special function unit, results below 2^-126 flushed to zero
+      // (ex2.approx.ftz: one MUFU.EX2; without .ftz ptxas adds three instructions an exp to
+      // keep subnormal results, a third of a softmax's instructions).
+      llvm::Value* log2e = llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634);
+      auto binary = [](llvm::Value* v, unsigned opcode) {
+        auto* op = llvm::dyn_cast<llvm::BinaryOperator>(v);
+        return op && op->getOpcode() == opcode ? op : nullptr;
+      };
+      // exp ((a - b) * c), softmax's shape with b a row's maximum and c the scale (c = 1 without
+      // the product): fma (a, c log2 e, -(b c log2 e)), one instruction a value, b c log2 e shared
+      // by the row (FlashAttention's exp2 of a fused scale).
+      llvm::Value* arg = x[0];
+      if (auto* mul = binary(arg, llvm::Instruction::FMul))
+        for (unsigned i = 0; i < 2; ++i)
+          if (binary(mul->getOperand(i), llvm::Instruction::FSub)) {
+            log2e = b_.CreateFMul(mul->getOperand(1 - i), log2e);
+            arg = mul->getOperand(i);
+            break;
+          }
+      llvm::Value* scaled = nullptr;
+      if (auto* sub = binary(arg, llvm::Instruction::FSub)) {
         llvm::Value* shift = b_.CreateFNeg(b_.CreateFMul(sub->getOperand(1), log2e));
-        llvm::Value* scaled =
-            b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {sub->getOperand(0), log2e, shift});
-        return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
+        scaled = b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {sub->getOperand(0), log2e, shift});
+      } else {
+        scaled = b_.CreateFMul(x[0], llvm::ConstantFP::get(b_.getFloatTy(), 1.4426950408889634));
       }
-      llvm::Value* scaled = b_.CreateFMul(x[0], log2e);
-      return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {scaled});
+      return Intrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {scaled});
     }
     // The others (and exp of bf16, f16) as the array kernels compute them: in f32 (math.h).
     if (f && d != Dtype::F64 && math::HasUnary(fn)) {
@@ -1860,13 +1897,21 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
     if (t == 0) slot_of_value = slots;
     if (slots != slot_of_value) Fail("`" + red.fn + "` of a tile whose threads hold their rows in different registers");
   }
+  // Pairwise, a tree of depth log2 of the values a row: a softmax row's 32 maxima a thread take 5
+  // dependent steps, not 31.
   const auto& src_regs = slots_.at(src.index).regs;
-  std::vector<llvm::Value*> partial(rows[0].size(), nullptr);
-  for (std::size_t v = 0; v < slot_of_value.size(); ++v) {
-    int k = slot_of_value[v];
-    if (k < 0) continue;
-    partial[static_cast<std::size_t>(k)] =
-        partial[static_cast<std::size_t>(k)] ? combine(partial[static_cast<std::size_t>(k)], src_regs[v]) : src_regs[v];
+  std::vector<std::vector<llvm::Value*>> terms(rows[0].size());
+  for (std::size_t v = 0; v < slot_of_value.size(); ++v)
+    if (int k = slot_of_value[v]; k >= 0) terms[static_cast<std::size_t>(k)].push_back(src_regs[v]);
+  std::vector<llvm::Value*> partial;
+  for (std::vector<llvm::Value*>& level : terms) {
+    while (level.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(combine(level[i], level[i + 1]));
+      if (level.size() % 2) next.push_back(level.back());
+      level = std::move(next);
+    }
+    partial.push_back(level.at(0));
   }
   // 2. Across the lanes of a warp that hold the same rows: butterfly shuffles.
   for (int mask = 1; mask < 32; mask <<= 1) {
@@ -2106,6 +2151,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       tma_bytes += TmaBytes(id, k_.Get(id).results.at(0));
   // The consumers of a warp-specialized loop: the producer (EmitProducer) issues every copy.
   bool consumer = specialized_ && &k_.Get(specialized_->loop) == &op;
+  if (consumer) ring_used_ = b_.CreateSelect(b_.CreateICmpSGT(bound, I64(0)), bound, I64(0));
   if (tma && !consumer) {
     Barrier();  // the mbarriers' memory is no longer in use
     IfThread0(nullptr, [&] {
@@ -2284,9 +2330,13 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     protocols_.push_back(schedule::CpAsyncRingProtocol(stages, 2 * stages + 1));
   }
   turns_ = consumer && specialized_->ping_pong;
+  // The ring's iteration: the counter, or in a persistent kernel's consumers the counter after the
+  // ring iterations of the blocks before (EachTile).
+  llvm::Value* ring_base = consumer ? ring_base_ : nullptr;
+  llvm::Value* global = ring_base ? b_.CreateAdd(ring_base, counter) : counter;
   if (stages && tma) {
-    llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(counter, I64(stages)), b_.getInt32Ty());
-    llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(counter, I64(stages)), I64(1)), b_.getInt32Ty());
+    llvm::Value* slot = b_.CreateTrunc(b_.CreateURem(global, I64(stages)), b_.getInt32Ty());
+    llvm::Value* parity = b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(global, I64(stages)), I64(1)), b_.getInt32Ty());
     WaitMbarrier(Mbarrier(slot), parity);  // this iteration's tiles have landed
     slots_[loop.counter.index].scalar = counter;
     auto emit_body = [&] {
@@ -2300,7 +2350,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
         }
         if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
           ValueId dst = body_op.results.at(0);
-          slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(counter, I64(stages)));
+          slots_[dst.index].shared = SharedBase(dst, b_.CreateURem(global, I64(stages)));
         } else {
           EmitOp(id);
         }
@@ -2393,18 +2443,8 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       // This warp is done with a slot: this iteration's, or with products still in flight
       // (deferred), the previous iteration's. Its lanes' reads come before lane 0's arrival.
       bool previous = !deferred_carried.empty() || staged_;
-      llvm::Value* done = previous ? b_.CreateSub(counter, I64(1)) : counter;
-      llvm::Value* live = b_.CreateICmpEQ(b_.CreateAnd(tid_, I32(31)), I32(0));
-      if (previous) live = b_.CreateAnd(live, b_.CreateICmpSGE(done, I64(0)));
-      Intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {I32(-1)});
-      llvm::BasicBlock* arrive = llvm::BasicBlock::Create(ctx_, "release", fn_);
-      llvm::BasicBlock* next = llvm::BasicBlock::Create(ctx_, "released", fn_);
-      b_.CreateCondBr(live, arrive, next);
-      b_.SetInsertPoint(arrive);
-      llvm::Value* empty = b_.CreateAdd(I32(stages), b_.CreateTrunc(b_.CreateURem(done, I64(stages)), b_.getInt32Ty()));
-      Intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_shared, {Mbarrier(empty)});
-      b_.CreateBr(next);
-      b_.SetInsertPoint(next);
+      Release(stages, previous ? b_.CreateSub(global, I64(1)) : global,
+              previous ? b_.CreateICmpSGE(counter, I64(1)) : nullptr);
     } else {
       Barrier();
       issue(b_.CreateAdd(counter, I64(stages - 1)));
@@ -2519,6 +2559,10 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
       slots_[c.index].regs = hopper::FenceOperands(b_, slots_[c.index].regs);
     }
   }
+  // A persistent kernel's ring goes on into the next block: the slot of the last iteration, which a
+  // release one iteration late has not given back yet, is given back once its products are done.
+  if (consumer && ring_base && stages && tma && (!deferred_carried.empty() || staged_))
+    Release(stages, b_.CreateSub(b_.CreateAdd(ring_base, bound), I64(1)), b_.CreateICmpSGT(bound, I64(0)));
   if (tma && !consumer) {
     Barrier();  // every thread is past its last wait
     IfThread0(nullptr, [&] {
@@ -2548,19 +2592,20 @@ void Emitter::EmitBody() {
         for (ValueId v : tile::Operands(k_.Get(inner)))
           for (const tile::Param& p : k_.params)
             if (!flag && p.value == v && Val(v).space == tile::Space::Scalar && Val(v).dtype == Dtype::Bool) flag = v;
-  if (!flag) return EmitBlock(k_.body);
+  auto body = [&] { EachTile([&] { EmitBlock(k_.body); }); };
+  if (!flag) return body();
   llvm::Value* runtime = slots_[flag->index].scalar;
   llvm::BasicBlock* on = llvm::BasicBlock::Create(ctx_, "flag.true", fn_);
   llvm::BasicBlock* off = llvm::BasicBlock::Create(ctx_, "flag.false", fn_);
   b_.CreateCondBr(runtime, on, off);
   b_.SetInsertPoint(on);
   slots_[flag->index].scalar = b_.getTrue();
-  EmitBlock(k_.body);
+  body();
   b_.CreateRetVoid();
   std::size_t once = protocols_.size();
   b_.SetInsertPoint(off);
   slots_[flag->index].scalar = b_.getFalse();
-  EmitBlock(k_.body);
+  body();
   protocols_.resize(once);  // the same rings twice: each protocol once
   slots_[flag->index].scalar = runtime;
 }
@@ -2633,6 +2678,7 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
     waits = waits || (StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index));
   if (!waits) return std::nullopt;
   s.ping_pong = consumers == 2 && ping_pong_;
+  s.persistent = persistent_;
   s.staged = FindStaged(loop);
   // The zeroed block must fit beside the tiles and mbarriers.
   if (s.staged && MbarrierOffset() + (2 * s.stages + 1) * 8 + 16 + 1024 > 227 * 1024) s.staged.reset();
@@ -2684,6 +2730,10 @@ void Emitter::EmitSpecialized() {
 // (the first round passes: parity 1 of a fresh barrier is the phase before it), arm full[slot] with
 // the iteration's bytes and issue its copies.
 void Emitter::EmitProducer(const Specialized& s) {
+  EachTile([&] { EmitProducerLoop(s); });
+}
+
+void Emitter::EmitProducerLoop(const Specialized& s) {
   const tile::Op& op = k_.Get(s.loop);
   const auto& loop = std::get<tile::op::Loop>(op.node);
   for (OpId id : s.prelude) EmitOp(id);
@@ -2694,6 +2744,7 @@ void Emitter::EmitProducer(const Specialized& s) {
     if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node)) bytes += TmaBytes(id, k_.Get(id).results.at(0));
   span_ = op.span;
   llvm::Value* bound = Scalar(loop.bound);
+  ring_used_ = b_.CreateSelect(b_.CreateICmpSGT(bound, I64(0)), bound, I64(0));
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "produce", fn_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "issue", fn_);
@@ -2704,10 +2755,11 @@ void Emitter::EmitProducer(const Specialized& s) {
   it->addIncoming(I64(0), pre);
   b_.CreateCondBr(b_.CreateICmpSLT(it, bound), body, exit);
   b_.SetInsertPoint(body);
-  llvm::Value* slot = b_.CreateURem(it, I64(stages));
+  llvm::Value* g = ring_base_ ? b_.CreateAdd(ring_base_, it) : it;  // the ring's iteration
+  llvm::Value* slot = b_.CreateURem(g, I64(stages));
   llvm::Value* slot32 = b_.CreateTrunc(slot, b_.getInt32Ty());
   llvm::Value* parity =
-      b_.CreateXor(b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(it, I64(stages)), I64(1)), b_.getInt32Ty()), I32(1));
+      b_.CreateXor(b_.CreateTrunc(b_.CreateAnd(b_.CreateUDiv(g, I64(stages)), I64(1)), b_.getInt32Ty()), I32(1));
   WaitMbarrier(Mbarrier(b_.CreateAdd(I32(stages), slot32)), parity);
   Prefetch p{slot, b_.getTrue()};
   p.bar = Mbarrier(slot32);
@@ -2722,6 +2774,60 @@ void Emitter::EmitProducer(const Specialized& s) {
       EmitOp(id);
   }
   it->addIncoming(b_.CreateAdd(it, I64(1)), b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(exit);
+}
+
+void Emitter::Release(int stages, llvm::Value* done, llvm::Value* live) {
+  // Its lanes' reads come before lane 0's arrival.
+  llvm::Value* lane0 = b_.CreateICmpEQ(b_.CreateAnd(tid_, I32(31)), I32(0));
+  Intrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {I32(-1)});
+  llvm::BasicBlock* arrive = llvm::BasicBlock::Create(ctx_, "release", fn_);
+  llvm::BasicBlock* next = llvm::BasicBlock::Create(ctx_, "released", fn_);
+  b_.CreateCondBr(live ? b_.CreateAnd(lane0, live) : lane0, arrive, next);
+  b_.SetInsertPoint(arrive);
+  llvm::Value* empty = b_.CreateAdd(I32(stages), b_.CreateTrunc(b_.CreateURem(done, I64(stages)), b_.getInt32Ty()));
+  Intrinsic(llvm::Intrinsic::nvvm_mbarrier_arrive_shared, {Mbarrier(empty)});
+  b_.CreateBr(next);
+  b_.SetInsertPoint(next);
+}
+
+void Emitter::EachTile(const std::function<void()>& body) {
+  if (!specialized_ || !specialized_->persistent) return body();
+  std::array<llvm::Value*, 3> grid = {I64(1), I64(1), I64(1)};
+  for (std::size_t i = 0; i < k_.grid.size() && i < 3; ++i) grid[i] = DimValue(k_.grid[i]);
+  llvm::Value* blocks = b_.CreateMul(b_.CreateMul(grid[0], grid[1]), grid[2]);
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(Intrinsic(id, {}), b_.getInt64Ty()); };
+  llvm::Value* nx = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+  llvm::Value* ny = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y);
+  llvm::Value* nz = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z);
+  llvm::Value* first =
+      b_.CreateAdd(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                   b_.CreateMul(nx, b_.CreateAdd(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y),
+                                                 b_.CreateMul(ny, sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z)))));
+  llvm::Value* stride = b_.CreateMul(b_.CreateMul(nx, ny), nz);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "tile", fn_);
+  llvm::BasicBlock* work = llvm::BasicBlock::Create(ctx_, "tile.body", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "tiles.done", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* tile = b_.CreatePHI(b_.getInt64Ty(), 2, "tile");
+  llvm::PHINode* base = b_.CreatePHI(b_.getInt64Ty(), 2, "ring.base");
+  tile->addIncoming(first, pre);
+  base->addIncoming(I64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpULT(tile, blocks), work, exit);
+  b_.SetInsertPoint(work);
+  block_ = {b_.CreateURem(tile, grid[0]), b_.CreateURem(b_.CreateUDiv(tile, grid[0]), grid[1]),
+            b_.CreateUDiv(tile, b_.CreateMul(grid[0], grid[1]))};
+  ring_base_ = base;
+  ring_used_ = nullptr;
+  body();
+  llvm::Value* used = ring_used_ ? ring_used_ : I64(0);
+  block_ = {nullptr, nullptr, nullptr};
+  ring_base_ = ring_used_ = nullptr;
+  tile->addIncoming(b_.CreateAdd(tile, stride), b_.GetInsertBlock());
+  base->addIncoming(b_.CreateAdd(base, used), b_.GetInsertBlock());
   b_.CreateBr(head);
   b_.SetInsertPoint(exit);
 }
@@ -2834,6 +2940,7 @@ DeviceKernel Emitter::Emit() {
       smem_ = llvm::ConstantExpr::getInBoundsGetElementPtr(b_.getInt8Ty(), smem_base_, b_.getInt32(1024));
     }
     out.threads = plan_.threads + 128;
+    out.persistent = specialized_->persistent;
     EmitSpecialized();
   } else {
     EmitBody();
@@ -2939,6 +3046,7 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
     if (!options.warp_specialize) emitter.DisableWarpSpecialization();
     if (options.ping_pong) emitter.EnablePingPong();
     if (!options.stage_products) emitter.DisableStaging();
+    if (options.persistent) emitter.EnablePersistence();
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

@@ -751,7 +751,7 @@ void Lowering::LowerMain() {
   llvm::StructType::create(
       ctx_,
       {Ptr(), Ptr(), Ptr(), b_.getInt64Ty(), Ptr(), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(),
-       b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), b_.getInt32Ty(), Ptr(), Ptr()},
+       b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), b_.getInt32Ty(), Ptr(), Ptr(), b_.getInt32Ty()},
       "weft_program_kernel");
   llvm::StructType::create(ctx_, {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()},
                            "weft_program_tensor_map");
@@ -882,15 +882,15 @@ void SetDescriptor(HostModule& program, llvm::GlobalVariable* descriptor, const 
           : global(llvm::ConstantArray::get(llvm::ArrayType::get(map_type, maps.size()), maps), prefix + "maps", 4);
   auto* type = llvm::cast<llvm::StructType>(descriptor->getValueType());
   descriptor->setInitializer(llvm::ConstantStruct::get(
-      type,
-      {text(name, prefix + "name"), text(device.entry, prefix + "entry"), cubin_data,
-       llvm::ConstantInt::get(i64, cubin.size()), text(device.ptx, prefix + "ptx"),
-       llvm::ConstantInt::get(i64, device.ptx.size()),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.threads)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.shared_bytes)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(tensors)),
-       llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(scalars)), llvm::ConstantInt::get(i32, order.size()),
-       order_array, llvm::ConstantInt::get(i32, maps.size()), map_array, llvm::ConstantPointerNull::get(ptr)}));
+      type, {text(name, prefix + "name"), text(device.entry, prefix + "entry"), cubin_data,
+             llvm::ConstantInt::get(i64, cubin.size()), text(device.ptx, prefix + "ptx"),
+             llvm::ConstantInt::get(i64, device.ptx.size()),
+             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.threads)),
+             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(device.shared_bytes)),
+             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(tensors)),
+             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(scalars)),
+             llvm::ConstantInt::get(i32, order.size()), order_array, llvm::ConstantInt::get(i32, maps.size()),
+             map_array, llvm::ConstantPointerNull::get(ptr), llvm::ConstantInt::get(i32, device.persistent ? 1 : 0)}));
   descriptor->setAlignment(llvm::Align(8));
 }
 

@@ -61,6 +61,12 @@ class Scalars {
     block_ = block;
     cache_.clear();
   }
+  // The loop's counter at an iteration (it has no definition: without this, 0).
+  void SetCounter(ValueId counter, double x) {
+    counter_ = counter.index;
+    counter_value_ = x;
+    cache_.clear();
+  }
 
   std::optional<double> Get(ValueId v, int depth = 0) {
     if (depth > 64) return std::nullopt;
@@ -73,7 +79,8 @@ class Scalars {
  private:
   std::optional<double> Compute(ValueId v, int depth) {
     const tile::Value& value = kernel_.Get(v);
-    if (!value.def.valid()) {  // a scalar parameter
+    if (!value.def.valid()) {  // a scalar parameter, or the loop's counter
+      if (counter_ && *counter_ == v.index) return counter_value_;
       auto it = params_.find(v.index);
       return it == params_.end() ? 0.0 : it->second;
     }
@@ -105,14 +112,68 @@ class Scalars {
   std::function<std::int64_t(core::SizeVarId)> size_;
   const std::map<std::uint32_t, double>& params_;
   std::vector<std::int64_t> block_;
+  std::optional<std::uint32_t> counter_;
+  double counter_value_ = 0;
   std::map<std::uint32_t, std::optional<double>> cache_;
 };
+
+// The smallest and largest element of an integer tile built from iota, expand, + - * and scalars
+// (codegen's IntBounds), at the block and iteration `scalars` is set to.
+std::optional<std::pair<double, double>> Range(const tile::Kernel& kernel, Scalars& scalars, ValueId v, int depth = 0) {
+  const tile::Value& value = kernel.Get(v);
+  if (depth > 16 || !IsInteger(value.dtype)) return std::nullopt;
+  if (value.space == tile::Space::Scalar) {
+    auto x = scalars.Get(v);
+    if (!x) return std::nullopt;
+    return std::pair{*x, *x};
+  }
+  if (!value.def.valid()) return std::nullopt;
+  const tile::OpNode& node = kernel.Get(value.def).node;
+  if (const auto* i = std::get_if<tile::op::Iota>(&node)) return std::pair{0.0, static_cast<double>(i->n - 1)};
+  if (const auto* e = std::get_if<tile::op::Expand>(&node)) return Range(kernel, scalars, e->src, depth + 1);
+  const auto* m = std::get_if<tile::op::Map>(&node);
+  if (!m || m->args.size() != 2 || (m->fn != "+" && m->fn != "-" && m->fn != "*")) return std::nullopt;
+  auto a = Range(kernel, scalars, m->args[0], depth + 1);
+  auto b = Range(kernel, scalars, m->args[1], depth + 1);
+  if (!a || !b) return std::nullopt;
+  if (m->fn == "+") return std::pair{a->first + b->first, a->second + b->second};
+  if (m->fn == "-") return std::pair{a->first - b->second, a->second - b->first};
+  double p[] = {a->first * b->first, a->first * b->second, a->second * b->first, a->second * b->second};
+  return std::pair{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+}
+
+// Whether every element of the bool tile `v` is true (codegen's AllTrue: compares of Range tiles,
+// || and &&, bool scalars).
+bool AllTrue(const tile::Kernel& kernel, Scalars& scalars, ValueId v, int depth = 0) {
+  const tile::Value& value = kernel.Get(v);
+  if (depth > 16) return false;
+  if (value.space == tile::Space::Scalar) {
+    auto x = scalars.Get(v);
+    return x && *x != 0;
+  }
+  if (!value.def.valid()) return false;
+  const auto* m = std::get_if<tile::op::Map>(&kernel.Get(value.def).node);
+  if (!m || m->args.size() != 2) return false;
+  if (m->fn == "||")
+    return AllTrue(kernel, scalars, m->args[0], depth + 1) || AllTrue(kernel, scalars, m->args[1], depth + 1);
+  if (m->fn == "&&")
+    return AllTrue(kernel, scalars, m->args[0], depth + 1) && AllTrue(kernel, scalars, m->args[1], depth + 1);
+  auto a = Range(kernel, scalars, m->args[0], depth + 1);
+  auto b = Range(kernel, scalars, m->args[1], depth + 1);
+  if (!a || !b) return false;
+  if (m->fn == "<=") return a->second <= b->first;
+  if (m->fn == "<") return a->second < b->first;
+  if (m->fn == ">=") return a->first >= b->second;
+  if (m->fn == ">") return a->first > b->second;
+  return false;
+}
 
 // The body's ops that cost nothing in the code codegen emits for the given bool parameters (step 3
 // of cost.h): those the known bools make constant or a copy of an operand (`x || true`,
 // `select true a b`), those only such ops read, and zero fills a wgmma accumulates into.
 std::set<std::uint32_t> FreeOps(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
-                                const std::map<std::uint32_t, double>& bools) {
+                                const std::map<std::uint32_t, double>& bools,
+                                const std::set<std::uint32_t>& true_masks = {}) {
   std::map<std::uint32_t, double> known;   // value index -> constant (a scalar, or every element)
   std::map<std::uint32_t, ValueId> alias;  // op index -> the operand its result copies
   std::set<std::uint32_t> folded;          // op index: its result is a constant
@@ -159,6 +220,7 @@ std::set<std::uint32_t> FreeOps(const tile::Kernel& kernel, const synth::Plan& p
       }
     }
     if (args.size() == 3 && fn == "select" && a[0]) alias[id.index] = *a[0] != 0 ? args[1] : args[2];
+    if (args.size() == 3 && fn == "select" && true_masks.count(args[0].index)) alias[id.index] = args[1];
   };
   for (OpId id : loop.body) {
     const tile::Op& op = kernel.Get(id);
@@ -465,66 +527,103 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
     p.lowered = tma ? "the TMA ring" : g.plan_stages > 1 ? "the cp.async ring" : "no ring";
   }
 
-  // 3. One iteration.
-  std::set<std::uint32_t> free = FreeOps(kernel, plan, l, bools);
-  std::array<std::int64_t, kUnits> unit{};
-  for (const Node& n : g.nodes)
-    for (int u = 0; u < kUnits; ++u)
-      if (n.kind != NodeKind::kVector) unit[u] += n.occupancy[u];
-  double chain = static_cast<double>(machine.barrier);
-  double staged_busy = 0;  // the staged product's tensor-core cycles (whole block)
-  double vector_all = 0;   // lock-step: the consumers' vector work, interleaved
-  for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
-    const Node& n = g.nodes[k];
-    switch (n.kind) {
-      case NodeKind::kLoad:
-        if (!specialized) chain += static_cast<double>(n.issue);
-        break;
-      case NodeKind::kMma: {
-        double busy = static_cast<double>(n.occupancy[static_cast<int>(Unit::kTensorCore)]);
-        if (!specialized) {
-          chain += static_cast<double>(n.async && ReadNow(g, k) ? n.latency : n.issue);
-        } else if (staged && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end()) {
-          staged_busy += busy;
-        } else if (turns) {  // one warpgroup's share, in its turn (a named barrier), then waited for
-          chain += busy / consumers + static_cast<double>(machine.mma_latency + machine.barrier);
-        } else {  // the consumers wait for every product they issue, together
-          chain += busy + static_cast<double>(machine.mma_latency);
-        }
-        break;
+  // 3. One iteration, with the masks codegen folds (codegen's AllTrue: the body emitted twice in a
+  // warp-specialized loop) as they are, and all true; the iterations of each block that need them
+  // as they are (causal attention: the diagonal key block).
+  std::set<std::uint32_t> masks;
+  if (specialized)
+    for (OpId id : l.body)
+      if (const auto* m = std::get_if<tile::op::Map>(&kernel.Get(id).node);
+          m && m->fn == "select" && m->args.size() == 3) {
+        const tile::Value& mask = kernel.Get(m->args[0]);
+        if (mask.space == tile::Space::Reg && mask.def.valid() &&
+            std::find(l.body.begin(), l.body.end(), mask.def) != l.body.end())
+          masks.insert(m->args[0].index);
       }
-      case NodeKind::kVector: {
-        VectorCycles v = Vector(kernel, plan, machine, n.ops, free);
-        unit[static_cast<int>(Unit::kAlu)] += v.alu;
-        unit[static_cast<int>(Unit::kSfu)] += v.sfu;
-        if (!specialized) {
-          chain += static_cast<double>(v.alu + v.sfu);
-        } else if (turns) {
-          // One warpgroup's vector work while the other's products run: a lone warp on each
-          // sub-partition, whose instructions issue `lone_warp_issue` cycles apart and whose ex2
-          // the arithmetic that reads them waits for.
-          chain += (static_cast<double>(v.alu) * machine.lone_warp_issue + static_cast<double>(v.sfu)) / consumers;
-        } else {
-          vector_all += static_cast<double>(std::max(v.alu, v.sfu));
-        }
-        break;
-      }
-      case NodeKind::kStore:
-        chain += static_cast<double>(n.issue);
-        break;
+  std::vector<std::int64_t> masked(trips.size(), 0);
+  for (std::size_t b = 0; b < trips.size() && !masks.empty(); ++b) {
+    std::vector<std::int64_t> index;
+    std::int64_t rest = static_cast<std::int64_t>(b);
+    for (std::int64_t extent : grid) {
+      index.push_back(rest % extent);
+      rest /= extent;
+    }
+    scalars.SetBlock(index);
+    for (std::int64_t j = 0; j < trips[b]; ++j) {
+      scalars.SetCounter(l.counter, static_cast<double>(j));
+      bool all = true;
+      for (std::uint32_t mask : masks) all = all && AllTrue(kernel, scalars, ValueId{mask});
+      masked[b] += all ? 0 : 1;
     }
   }
-  if (specialized && turns) {
-    // The staged product runs behind the warpgroup's first one, through its vector work; the body
-    // waits for it before it reads the accumulator (charged in the chain at one warpgroup's share).
-    chain += staged_busy / consumers;
-  } else if (specialized) {
-    // In lock-step the staged product overlaps the consumers' vector work.
-    chain += std::max(vector_all, staged_busy);
-  }
-  std::int64_t busiest = 0;
-  for (std::int64_t u : unit) busiest = std::max(busiest, u);
-  p.iteration = std::max(chain, static_cast<double>(busiest));
+  auto one_iteration = [&](const std::set<std::uint32_t>& free, std::int64_t& busiest) -> double {
+    std::array<std::int64_t, kUnits> unit{};
+    for (const Node& n : g.nodes)
+      for (int u = 0; u < kUnits; ++u)
+        if (n.kind != NodeKind::kVector) unit[u] += n.occupancy[u];
+    double chain = static_cast<double>(machine.barrier);
+    double staged_busy = 0;  // the staged product's tensor-core cycles (whole block)
+    double vector_all = 0;   // lock-step: the consumers' vector work, interleaved
+    for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
+      const Node& n = g.nodes[k];
+      switch (n.kind) {
+        case NodeKind::kLoad:
+          if (!specialized) chain += static_cast<double>(n.issue);
+          break;
+        case NodeKind::kMma: {
+          double busy = static_cast<double>(n.occupancy[static_cast<int>(Unit::kTensorCore)]);
+          if (!specialized) {
+            chain += static_cast<double>(n.async && ReadNow(g, k) ? n.latency : n.issue);
+          } else if (staged && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end()) {
+            staged_busy += busy;
+          } else if (turns) {  // one warpgroup's share, in its turn (a named barrier), then waited for
+            chain += busy / consumers + static_cast<double>(machine.mma_latency + machine.barrier);
+          } else {  // the consumers wait for every product they issue, together
+            chain += busy + static_cast<double>(machine.mma_latency);
+          }
+          break;
+        }
+        case NodeKind::kVector: {
+          VectorCycles v = Vector(kernel, plan, machine, n.ops, free);
+          unit[static_cast<int>(Unit::kAlu)] += v.alu;
+          unit[static_cast<int>(Unit::kSfu)] += v.sfu;
+          if (!specialized) {
+            chain += static_cast<double>(v.alu + v.sfu);
+          } else if (turns) {
+            // One warpgroup's vector work while the other's products run: a lone warp on each
+            // sub-partition, whose instructions issue `lone_warp_issue` cycles apart and whose ex2
+            // the arithmetic that reads them waits for.
+            chain += (static_cast<double>(v.alu) * machine.lone_warp_issue + static_cast<double>(v.sfu)) / consumers;
+          } else {
+            vector_all += static_cast<double>(std::max(v.alu, v.sfu));
+          }
+          break;
+        }
+        case NodeKind::kStore:
+          chain += static_cast<double>(n.issue);
+          break;
+      }
+    }
+    if (specialized && turns) {
+      // The staged product runs behind the warpgroup's first one, through its vector work; the body
+      // waits for it before it reads the accumulator (charged in the chain at one warpgroup's share).
+      chain += staged_busy / consumers;
+    } else if (specialized) {
+      // In lock-step the staged product overlaps the consumers' vector work.
+      chain += std::max(vector_all, staged_busy);
+    }
+    busiest = 0;
+    for (std::int64_t u : unit) busiest = std::max(busiest, u);
+    return std::max(chain, static_cast<double>(busiest));
+  };
+  std::int64_t busiest = 0, busiest_folded = 0;
+  p.iteration = one_iteration(FreeOps(kernel, plan, l, bools), busiest);
+  double folded = masks.empty() ? p.iteration : one_iteration(FreeOps(kernel, plan, l, bools, masks), busiest_folded);
+  if (masks.empty()) busiest_folded = busiest;
+  p.folded_iteration = folded;
+  double masked_total = 0;
+  for (std::int64_t x : masked) masked_total += static_cast<double>(x);
+  p.masked = masks.empty() || trips.empty() ? 0 : masked_total / static_cast<double>(trips.size());
 
   // 4. One block: the prologue and epilogue around the loop.
   double hbm_per_cycle = machine.hbm_bytes_per_second / static_cast<double>(machine.sms) / (machine.clock_ghz * 1e9);
@@ -566,14 +665,16 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   p.waves = static_cast<double>(p.blocks) / static_cast<double>(slots);
   // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit.
   double shared_iteration = std::max(p.iteration, static_cast<double>(p.blocks_per_sm) * static_cast<double>(busiest));
+  double shared_folded = std::max(folded, static_cast<double>(p.blocks_per_sm) * static_cast<double>(busiest_folded));
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
   for (std::int64_t s = 0; s < std::min<std::int64_t>(slots, static_cast<std::int64_t>(trips.size())); ++s)
     free_at.push(0);
   double end = 0;
-  for (std::int64_t trip : trips) {
+  for (std::size_t b = 0; b < trips.size(); ++b) {
     double start = free_at.top();
     free_at.pop();
-    double finish = start + p.prologue + static_cast<double>(trip) * shared_iteration + p.epilogue;
+    double finish = start + p.prologue + static_cast<double>(masked[b]) * shared_iteration +
+                    static_cast<double>(trips[b] - masked[b]) * shared_folded + p.epilogue;
     end = std::max(end, finish);
     free_at.push(finish);
   }

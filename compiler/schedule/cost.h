@@ -72,6 +72,8 @@ struct Prediction {
   int blocks_per_sm = 1;
   double waves = 0;             // blocks / (SMs x blocks per SM)
   double iteration = 0;         // cycles of one iteration of the lowered loop (step 3)
+  double folded_iteration = 0;  // ... where codegen folds its masks to true (all but `masked` a block)
+  double masked = 0;            // iterations a block, on average, whose masks are not all true
   double prologue = 0;          // cycles of a block before its loop (step 4)
   double epilogue = 0;          // and after it
   double flops = 0;             // mma flops of the whole kernel

@@ -113,9 +113,12 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
         << " ms";
     if (p.flops > 0) out << " (" << Fixed(p.flops / p.seconds / 1e12, "%.0f") << " TFLOP/s)";
     out << ", " << p.bound << "-bound; memory alone " << Fixed(p.memory_seconds * 1e3, "%.3f") << " ms\n";
-    out << i2 << "as lowered (" << p.lowered << "): " << Fixed(p.iteration, "%.0f")
-        << " cycles an iteration; a block's prologue " << Fixed(p.prologue, "%.0f") << " and epilogue "
-        << Fixed(p.epilogue, "%.0f") << " cycles\n";
+    out << i2 << "as lowered (" << p.lowered << "): " << Fixed(p.iteration, "%.0f") << " cycles an iteration";
+    if (p.folded_iteration > 0 && p.folded_iteration != p.iteration)
+      out << " (" << Fixed(p.folded_iteration, "%.0f") << " with its masks folded, all but " << Fixed(p.masked, "%.1f")
+          << " a block)";
+    out << "; a block's prologue " << Fixed(p.prologue, "%.0f") << " and epilogue " << Fixed(p.epilogue, "%.0f")
+        << " cycles\n";
     out << i2 << p.blocks << " blocks, " << p.blocks_per_sm << " per SM (" << Fixed(p.waves, "%.2f") << " waves), ";
     if (p.trip_min == p.trip)
       out << p.trip << " iterations each\n";

@@ -386,6 +386,7 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
       {static_cast<std::uint32_t>(grid[0]), static_cast<std::uint32_t>(grid[1]), static_cast<std::uint32_t>(grid[2])},
       {kernel->threads, 1, 1},
       kernel->shared_bytes};
+  if (kernel->persistent) weft_check(weft_persistent_grid(loaded.kernel, &config));
   weft_check(weft_launch(loaded.kernel, &config, args.data()));
 }
 

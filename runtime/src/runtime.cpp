@@ -580,6 +580,35 @@ weft_status weft_launch(const weft_kernel* kernel, const weft_launch_config* con
   return WEFT_OK;
 }
 
+weft_status weft_persistent_grid(const weft_kernel* kernel, weft_launch_config* config) {
+  if (kernel == nullptr) return NullArgument("weft_persistent_grid", "kernel");
+  if (config == nullptr) return NullArgument("weft_persistent_grid", "config");
+  if (!S().initialized) return NotInitialized();
+  weft_launch_config& c = *config;
+  if (c.shared_bytes > static_cast<std::uint32_t>(kernel->dynamic_limit) &&
+      c.shared_bytes <= static_cast<std::uint32_t>(S().info.max_shared_bytes_per_block)) {
+    cuda::CUresult r = CU(cuFuncSetAttribute, kernel->handle, cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                          static_cast<int>(c.shared_bytes));
+    if (r != cuda::CUDA_SUCCESS) {
+      return DriverFailure(r, "cannot raise kernel `" + kernel->name + "`'s dynamic shared memory to " +
+                                  std::to_string(c.shared_bytes) + " bytes");
+    }
+    kernel->dynamic_limit = static_cast<int>(c.shared_bytes);
+  }
+  int per_sm = 0;
+  cuda::CUresult r =
+      CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, kernel->handle,
+         static_cast<int>(c.block[0] * c.block[1] * c.block[2]), static_cast<std::size_t>(c.shared_bytes));
+  if (r != cuda::CUDA_SUCCESS)
+    return DriverFailure(r, "cannot find how many blocks of kernel `" + kernel->name + "` a multiprocessor holds");
+  const std::uint64_t blocks = std::uint64_t{c.grid[0]} * c.grid[1] * c.grid[2];
+  const std::uint64_t resident = static_cast<std::uint64_t>(std::max(per_sm, 1)) *
+                                 static_cast<std::uint64_t>(std::max(S().info.multiprocessors, 1));
+  c.grid[0] = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(blocks, resident)));
+  c.grid[1] = c.grid[2] = 1;
+  return WEFT_OK;
+}
+
 weft_status weft_event_create(weft_event** event) {
   if (event == nullptr) return NullArgument("weft_event_create", "event");
   *event = nullptr;

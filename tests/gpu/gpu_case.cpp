@@ -59,6 +59,8 @@ std::string ToJson(const Case& c) {
   j["grid"] = {c.grid[0], c.grid[1], c.grid[2]};
   j["threads"] = c.threads;
   j["shared_bytes"] = c.shared_bytes;
+  j["persistent"] = c.persistent;
+  j["persistent_blocks"] = c.persistent_blocks;
   j["seed"] = c.seed;
   j["tolerance"] = c.tolerance;
   j["flops"] = c.flops;
@@ -117,6 +119,8 @@ std::optional<Case> FromJson(const std::string& text, std::string& error) {
     for (int d = 0; d < 3; ++d) c.grid[d] = grid[d].get<std::uint32_t>();
     c.threads = j.at("threads").get<std::uint32_t>();
     c.shared_bytes = j.at("shared_bytes").get<std::uint32_t>();
+    c.persistent = j.value("persistent", false);
+    c.persistent_blocks = j.value("persistent_blocks", std::uint32_t{0});
     c.seed = j.value("seed", std::uint64_t{0});
     c.tolerance = j.at("tolerance").get<double>();
     c.flops = j.value("flops", 0.0);

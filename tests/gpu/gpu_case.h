@@ -55,7 +55,11 @@ struct Case {
   std::uint32_t grid[3] = {1, 1, 1};
   std::uint32_t threads = 1;
   std::uint32_t shared_bytes = 0;
-  std::uint64_t seed = 0;  // the inputs' `random` seed (input i used seed + its parameter index)
+  // The entry loops over `grid`'s blocks (codegen's DeviceKernel::persistent): launched on
+  // weft_persistent_grid's grid, as many blocks as the GPU holds at once.
+  bool persistent = false;
+  std::uint32_t persistent_blocks = 0;  // ... or on this many blocks (gpu_cases' --persistent=N)
+  std::uint64_t seed = 0;               // the inputs' `random` seed (input i used seed + its parameter index)
   // ‖out − ref‖ / ‖ref‖ must be below it for float outputs (gpu.md: 1e-2 with 16-bit float inputs,
   // 1e-5 otherwise); integer and bool outputs are compared bit for bit.
   double tolerance = 1e-5;

@@ -15,7 +15,7 @@
 // A case file has one case per line (`#` starts a comment):
 //
 //   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--no-warp-specialization]
-//        [--no-ping-pong] [--no-staging] [--expect-error=TEXT...]
+//        [--no-ping-pong] [--no-staging] [--persistent] [--expect-error=TEXT...]
 //   stdlib/gemm.weft gemm_bf16 sm_80,sm_90a m=512 n=384 k=1024 --flops=2*m*n*k
 //
 // FILE is relative to --root (default: the current folder); TARGETS is one or more of sm_80 and
@@ -27,8 +27,10 @@
 // be refused (a broken `where` clause, say) with TEXT in the message; no folder is written.
 // --no-warp-specialization: the kernel generated without a producer warpgroup (codegen::Options),
 // to compare; --no-ping-pong: with codegen::Options::ping_pong off; --no-staging: with
-// codegen::Options::stage_products off. A case is named
-// KERNEL-TARGET[-plain][-noturns][-unstaged]-SIZES[-SCALAR_VALUE...].
+// codegen::Options::stage_products off; --persistent: with codegen::Options::persistent on (each
+// block loops over the grid's blocks; gpu_check launches weft_persistent_grid's grid), and
+// --persistent=N launched on N blocks (a few: each block takes several of the grid's). A case is
+// named KERNEL-TARGET[-plain][-noturns][-unstaged][-persistent[N]]-SIZES[-SCALAR_VALUE...].
 //
 // Inputs are fresh: the seed is random unless --seed gives it (it is printed, and each manifest
 // records its own, so a failure can be made again).
@@ -86,10 +88,12 @@ struct Line {
   std::vector<std::string> targets, assignments;
   std::string flops;
   bool reference = true;
-  bool warp_specialize = true;  // --no-warp-specialization: codegen::Options::warp_specialize off
-  bool ping_pong = true;        // --no-ping-pong: codegen::Options::ping_pong off
-  bool stage = true;            // --no-staging: codegen::Options::stage_products off
-  std::string expect_error;     // --expect-error=TEXT: the sizes must be refused with TEXT in the message
+  bool warp_specialize = true;          // --no-warp-specialization: codegen::Options::warp_specialize off
+  bool ping_pong = true;                // --no-ping-pong: codegen::Options::ping_pong off
+  bool stage = true;                    // --no-staging: codegen::Options::stage_products off
+  bool persistent = false;              // --persistent[=N]: codegen::Options::persistent on
+  std::uint32_t persistent_blocks = 0;  // ... launched on N blocks
+  std::string expect_error;             // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
 // A checked `.weft` file, kept for every case that uses it.
@@ -257,7 +261,9 @@ class Generator {
     // The case's name: KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
     Checked& checked = Check(line.source);
     std::string name = line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") +
-                       (line.ping_pong ? "" : "-noturns") + (line.stage ? "" : "-unstaged");
+                       (line.ping_pong ? "" : "-noturns") + (line.stage ? "" : "-unstaged") +
+                       (line.persistent ? "-persistent" : "") +
+                       (line.persistent_blocks ? std::to_string(line.persistent_blocks) : "");
     if (!checked.errors.empty())
       return Error(name, line.where + ": " + line.source + " does not check:\n" + checked.errors);
     const core::Def* def = checked.result.module.Find(line.kernel);
@@ -345,6 +351,7 @@ class Generator {
     codegen_options.warp_specialize = line.warp_specialize;
     codegen_options.ping_pong = line.ping_pong;
     codegen_options.stage_products = line.stage;
+    codegen_options.persistent = line.persistent;
     auto device = codegen::EmitKernel(*kernel, *plan, checked.sources, codegen_options);
     if (!device) return not_generated(RenderAll(checked.sources, device.error()), false);
 
@@ -352,6 +359,8 @@ class Generator {
     c.entry = device->entry;
     c.threads = static_cast<std::uint32_t>(device->threads);
     c.shared_bytes = static_cast<std::uint32_t>(device->shared_bytes);
+    c.persistent = device->persistent;
+    c.persistent_blocks = line.persistent_blocks;
     c.tolerance = call->narrow_float ? 1e-2 : 1e-5;
     auto size_of = [&](core::SizeVarId var) -> std::int64_t { return call->sizes.at(var); };
     for (std::size_t d = 0; d < kernel->grid.size() && d < 3; ++d) {
@@ -629,7 +638,16 @@ int Main(int argc, char** argv) {
           line.ping_pong = false;
         else if (w[k] == "--no-staging")
           line.stage = false;
-        else if (w[k].rfind("--expect-error=", 0) == 0) {
+        else if (w[k] == "--persistent")
+          line.persistent = true;
+        else if (w[k].rfind("--persistent=", 0) == 0) {
+          line.persistent = true;
+          try {
+            line.persistent_blocks = static_cast<std::uint32_t>(std::stoul(w[k].substr(13)));
+          } catch (const std::exception&) {
+          }
+          if (line.persistent_blocks == 0) Usage(line.where + ": --persistent=N needs a number of blocks above 0");
+        } else if (w[k].rfind("--expect-error=", 0) == 0) {
           for (line.expect_error = w[k].substr(15); ++k < w.size();) line.expect_error += " " + w[k];
           if (line.expect_error.empty()) Usage(line.where + ": --expect-error= needs the text of the error");
         } else if (w[k].find('=') != std::string::npos && w[k][0] != '-')
@@ -637,7 +655,7 @@ int Main(int argc, char** argv) {
         else
           Usage(line.where + ": `" + w[k] +
                 "` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
-                "--no-ping-pong, --no-staging or --expect-error=TEXT");
+                "--no-ping-pong, --no-staging, --persistent[=N] or --expect-error=TEXT");
       }
       lines.push_back(std::move(line));
     }

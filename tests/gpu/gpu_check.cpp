@@ -226,6 +226,10 @@ Outcome CheckCase(const std::string& dir, const Options& options, const weft_dev
   }
 
   weft_launch_config config = {{c.grid[0], c.grid[1], c.grid[2]}, {c.threads, 1, 1}, c.shared_bytes};
+  if (c.persistent && c.persistent_blocks > 0)
+    config.grid[0] = c.persistent_blocks, config.grid[1] = config.grid[2] = 1;
+  else if (c.persistent && weft_persistent_grid(kernel, &config) != WEFT_OK)
+    return failed("persistent grid");
   if (weft_launch(kernel, &config, values.data()) != WEFT_OK) return failed("launch");
   if (weft_synchronize() != WEFT_OK) return failed("run");
 

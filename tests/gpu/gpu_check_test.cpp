@@ -43,6 +43,8 @@ Case GemmLike() {
   c.grid[0] = 2;
   c.threads = 128;
   c.shared_bytes = 64 * 1024;
+  c.persistent = true;
+  c.persistent_blocks = 3;
   c.seed = 99;
   c.tolerance = 1e-2;
   c.flops = 2e12;
@@ -93,6 +95,8 @@ TEST_CASE("a manifest reads back as it was written", "[gpu_check]") {
   CHECK(back->name == c.name);
   CHECK(back->grid[0] == 2);
   CHECK(back->shared_bytes == 64 * 1024);
+  CHECK(back->persistent);
+  CHECK(back->persistent_blocks == 3);
   CHECK(back->tolerance == 1e-2);
   CHECK(back->flops == 2e12);
   REQUIRE(back->args.size() == 6);
@@ -474,6 +478,6 @@ TEST_CASE("gpu_cases reports each case's error and exits 1 and a malformed line 
   CHECK(option.ran.status == 2);
   CHECK(option.ran.output.find(
             "`--fast` is neither NAME=VALUE nor --flops=EXPR, --no-reference, --no-warp-specialization, "
-            "--no-ping-pong, --no-staging or --expect-error") != std::string::npos);
+            "--no-ping-pong, --no-staging, --persistent[=N] or --expect-error") != std::string::npos);
   fs::remove_all(option.out);
 }

@@ -137,6 +137,12 @@ typedef struct weft_launch_config {
  * its launch. */
 weft_status weft_launch(const weft_kernel* kernel, const weft_launch_config* config, void** args);
 
+/* A persistent entry's grid (codegen's DeviceKernel::persistent: it loops over its grid's blocks
+ * with the launched grid's stride): `config->grid` holds the kernel's grid and becomes
+ * min(its blocks, multiprocessors x blocks of this shape one multiprocessor holds at once) x 1 x 1.
+ * Raises the dynamic shared memory limit as weft_launch does. */
+weft_status weft_persistent_grid(const weft_kernel* kernel, weft_launch_config* config);
+
 /* Waits for the GPU; a kernel that failed is WEFT_ERROR_LAUNCH, and the message names it. */
 weft_status weft_synchronize(void);
 
@@ -309,7 +315,8 @@ typedef struct weft_program_kernel {
   const int32_t* size_order; /* the entry's size parameters: indices into the launch's `sizes` */
   int32_t map_count;
   const weft_program_tensor_map* maps;
-  void* loaded; /* the runtime's: null until the first launch loads the module */
+  void* loaded;       /* the runtime's: null until the first launch loads the module */
+  int32_t persistent; /* 1: the entry loops over its grid's blocks; launched on weft_persistent_grid's grid */
 } weft_program_kernel;
 
 /* First call of `main`: keeps argc/argv for `arg`. With `uses_gpu`, weft_init (its failure is

@@ -116,6 +116,35 @@ TEST_CASE("codegen: attention's P V is staged behind the next iteration's Q K^T"
   CHECK_FALSE(Has(Find(gemm, "gemm_bf16").device->ptx, "[weft_smem+112]"));
 }
 
+TEST_CASE("codegen: a persistent attention kernel loops over the grid's blocks") {
+  auto blocks = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const Emitted& plain = Find(blocks, "attention_d64");
+  CHECK_FALSE(plain.device->persistent);  // off by default
+  CHECK_FALSE(Has(plain.device->ptx, "%nctaid.x"));
+  Options on;
+  on.persistent = true;
+  auto tiles = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, on);
+  const Emitted& e = Find(tiles, "attention_d64");
+  const DeviceKernel& d = *e.device;
+  CHECK(d.persistent);
+  // The launched grid's stride, in every role (the producer's loop and each flag's copy of the
+  // consumers').
+  CHECK(Has(d.ptx, "%nctaid.x"));
+  CHECK(Has(d.ptx, "%nctaid.z"));
+  // The ring's slots as before, and one more release a block (the last iteration's slot).
+  auto count = [](const std::string& ptx, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count(d.ptx, "mbarrier.arrive.shared.b64") > count(plain.device->ptx, "mbarrier.arrive.shared.b64"));
+  CHECK(d.threads == plain.device->threads);
+  CHECK(d.shared_bytes == plain.device->shared_bytes);
+  // Kernels that are not warp-specialized stay one block a block of the grid.
+  auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a, on);
+  CHECK_FALSE(Find(gemm, "gemm_bf16").device->persistent);
+}
+
 TEST_CASE("codegen: which kernels are warp-specialized") {
   // The gemm (its only product a deferred accumulator) keeps the TMA ring; one consumer warpgroup
   // (128 threads) keeps it too; sm_80 has the cp.async ring.

@@ -264,6 +264,10 @@ CUresult cuFuncSetAttribute(void* function, int attribute, int value) {
   static_cast<FakeFunction*>(function)->max_dynamic_shared = value;
   return 0;
 }
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void*, int, size_t) {
+  *blocks = 1;
+  return 0;
+}
 CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared_bytes, void*, void** params, void**) {
   FakeFunction* f = static_cast<FakeFunction*>(function);

@@ -295,6 +295,28 @@ TEST_CASE("runtime: fake driver: launches are checked, and above 48 KiB of share
   weft_module_unload(m);
 }
 
+TEST_CASE("runtime: fake driver: a persistent entry's grid is the blocks the GPU holds at once") {
+  FakeDriver fake;
+  REQUIRE(weft_init() == WEFT_OK);
+  weft_module* m = nullptr;
+  REQUIRE(weft_module_load(&m, kPtx, std::strlen(kPtx), "add.ptx") == WEFT_OK);
+  weft_kernel* k = nullptr;
+  REQUIRE(weft_kernel_get(&k, m, "add") == WEFT_OK);
+  // The fake GPU has 4 multiprocessors, each holding one block: 16 blocks become 4, 3 stay 3.
+  weft_launch_config c = {{8, 2, 1}, {384, 1, 1}, 200 * 1024};
+  REQUIRE(weft_persistent_grid(k, &c) == WEFT_OK);
+  CHECK(c.grid[0] == 4);
+  CHECK(c.grid[1] == 1);
+  CHECK(c.grid[2] == 1);
+  CHECK(weft_launch(k, &c, nullptr) == WEFT_OK);  // the shared memory limit was raised for it
+  c = {{3, 1, 1}, {384, 1, 1}, 0};
+  REQUIRE(weft_persistent_grid(k, &c) == WEFT_OK);
+  CHECK(c.grid[0] == 3);
+  CHECK(weft_persistent_grid(k, nullptr) == WEFT_ERROR_INVALID_ARGUMENT);
+  CHECK(weft_synchronize() == WEFT_OK);
+  weft_module_unload(m);
+}
+
 TEST_CASE("runtime: fake driver: a kernel that faults is named by the next wait") {
   FakeDriver fake;
   REQUIRE(weft_init() == WEFT_OK);
