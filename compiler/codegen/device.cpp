@@ -1492,13 +1492,12 @@ std::vector<llvm::Value*> Emitter::IssueWgmma(const WgmmaSteps& s, std::vector<l
 // iteration right after that iteration's first waited product (StageFlush).
 void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   ValueId result = op.results.at(0);
-  if (staged_ && staged_->mma == id) {
-    WgmmaSteps s = PrepareWgmma(id, op, m);
+  WgmmaSteps s = PrepareWgmma(id, op, m);
+  if (staged_ && staged_->mma == id) {  // issued in the next iteration (Staged)
     staged_->next_acc = s.acc;
     staged_->next_operands = s.operands;
     return;
   }
-  WgmmaSteps s = PrepareWgmma(id, op, m);
   if (s.zero)
     for (auto& x : s.acc) x = llvm::UndefValue::get(x->getType());
   // Ping-pong: wait for this warpgroup's turn at the tensor cores (named barrier 2 + its index).

@@ -478,14 +478,17 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   bool unknown = false;
   std::int64_t evaluated = std::min(p.blocks, kMaxBlocks);
   trips.reserve(static_cast<std::size_t>(evaluated));
-  for (std::int64_t b = 0; b < evaluated; ++b) {
+  // Block b's indices (x fastest) to the scalars.
+  auto set_block = [&](std::int64_t b) {
     std::vector<std::int64_t> index;
-    std::int64_t rest = b;
     for (std::int64_t extent : grid) {
-      index.push_back(rest % extent);
-      rest /= extent;
+      index.push_back(b % extent);
+      b /= extent;
     }
     scalars.SetBlock(index);
+  };
+  for (std::int64_t b = 0; b < evaluated; ++b) {
+    set_block(b);
     auto trip = scalars.Get(l.bound);
     if (!trip) {
       unknown = true;
@@ -542,13 +545,7 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
       }
   std::vector<std::int64_t> masked(trips.size(), 0);
   for (std::size_t b = 0; b < trips.size() && !masks.empty(); ++b) {
-    std::vector<std::int64_t> index;
-    std::int64_t rest = static_cast<std::int64_t>(b);
-    for (std::int64_t extent : grid) {
-      index.push_back(rest % extent);
-      rest /= extent;
-    }
-    scalars.SetBlock(index);
+    set_block(static_cast<std::int64_t>(b));
     for (std::int64_t j = 0; j < trips[b]; ++j) {
       scalars.SetCounter(l.counter, static_cast<double>(j));
       bool all = true;
