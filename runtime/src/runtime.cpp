@@ -524,6 +524,23 @@ weft_status weft_synchronize(void) {
   return WEFT_OK;
 }
 
+namespace {
+
+// Above the kernel's current dynamic shared memory limit (48 KiB at first), raises it to `bytes`.
+weft_status RaiseDynamicShared(const weft_kernel* kernel, std::uint32_t bytes) {
+  if (bytes <= static_cast<std::uint32_t>(kernel->dynamic_limit)) return WEFT_OK;
+  cuda::CUresult r = CU(cuFuncSetAttribute, kernel->handle, cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        static_cast<int>(bytes));
+  if (r != cuda::CUDA_SUCCESS) {
+    return DriverFailure(
+        r, "cannot raise kernel `" + kernel->name + "`'s dynamic shared memory to " + std::to_string(bytes) + " bytes");
+  }
+  kernel->dynamic_limit = static_cast<int>(bytes);
+  return WEFT_OK;
+}
+
+}  // namespace
+
 weft_status weft_launch(const weft_kernel* kernel, const weft_launch_config* config, void** args) {
   if (kernel == nullptr) return NullArgument("weft_launch", "kernel");
   if (config == nullptr) return NullArgument("weft_launch", "config");
@@ -558,15 +575,7 @@ weft_status weft_launch(const weft_kernel* kernel, const weft_launch_config* con
                                                      GpuText() + " allows at most " +
                                                      std::to_string(s.info.max_shared_bytes_per_block));
   }
-  if (c.shared_bytes > static_cast<std::uint32_t>(kernel->dynamic_limit)) {
-    cuda::CUresult r = CU(cuFuncSetAttribute, kernel->handle, cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                          static_cast<int>(c.shared_bytes));
-    if (r != cuda::CUDA_SUCCESS) {
-      return DriverFailure(r, "cannot raise kernel `" + kernel->name + "`'s dynamic shared memory to " +
-                                  std::to_string(c.shared_bytes) + " bytes");
-    }
-    kernel->dynamic_limit = static_cast<int>(c.shared_bytes);
-  }
+  if (weft_status raised = RaiseDynamicShared(kernel, c.shared_bytes); raised != WEFT_OK) return raised;
   cuda::CUresult r =
       CU(cuLaunchKernel, kernel->handle, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
          c.shared_bytes, static_cast<cuda::CUstream>(nullptr), args, static_cast<void**>(nullptr));
@@ -585,16 +594,8 @@ weft_status weft_persistent_grid(const weft_kernel* kernel, weft_launch_config* 
   if (config == nullptr) return NullArgument("weft_persistent_grid", "config");
   if (!S().initialized) return NotInitialized();
   weft_launch_config& c = *config;
-  if (c.shared_bytes > static_cast<std::uint32_t>(kernel->dynamic_limit) &&
-      c.shared_bytes <= static_cast<std::uint32_t>(S().info.max_shared_bytes_per_block)) {
-    cuda::CUresult r = CU(cuFuncSetAttribute, kernel->handle, cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                          static_cast<int>(c.shared_bytes));
-    if (r != cuda::CUDA_SUCCESS) {
-      return DriverFailure(r, "cannot raise kernel `" + kernel->name + "`'s dynamic shared memory to " +
-                                  std::to_string(c.shared_bytes) + " bytes");
-    }
-    kernel->dynamic_limit = static_cast<int>(c.shared_bytes);
-  }
+  if (c.shared_bytes <= static_cast<std::uint32_t>(S().info.max_shared_bytes_per_block))
+    if (weft_status raised = RaiseDynamicShared(kernel, c.shared_bytes); raised != WEFT_OK) return raised;
   int per_sm = 0;
   cuda::CUresult r =
       CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, kernel->handle,
