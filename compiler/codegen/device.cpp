@@ -207,6 +207,21 @@ class Emitter {
   // parameters are made; the entry's map parameters' generic addresses (i64).
   void FindTensorMaps();
   int TensorMapIndex(OpId id, const tile::op::ToShared& s);
+  int AddTensorMap(const TensorMapSpec& spec);  // the index of an equal map, or a new one
+  // --- TMA-store epilogues (Options::tma_store; docs/codegen.md, "Epilogues through shared memory") ---
+  // A top-level `store` of a register tile after the kernel's last use of shared memory, whose
+  // threads would each store under 8 bytes at a time: the threads write the tile into shared
+  // memory (over the plan's tiles, dead by then) in boxes of 128 bytes a row with the 128-byte
+  // swizzle, and one thread stores the boxes with TMA, whole lines where the threads' own stores
+  // write half sectors. The map of the `out` tensor, or none where the store does not qualify.
+  std::optional<TensorMapSpec> TmaStoreSpec(OpId id, const tile::op::Store& s);
+  // Whether a tensor's last extent is a multiple of `multiple` elements for every size the kernel
+  // admits: a constant, or a size variable with a `where` fact `v % m == 0`, m a multiple of it.
+  bool ExtentMultiple(const core::Dim& d, std::int64_t multiple) const;
+  void EmitTmaStore(OpId id, const tile::op::Store& s, int map);
+  // A `store`'s vector `v` of its copy layout (plan.h): the source's registers it gathers.
+  llvm::Value* StoreVector(ValueId src, const synth::OpChoice& choice, std::int64_t v);
+  std::map<std::uint32_t, int> store_maps_;  // a TMA store's op -> its map
   std::vector<TensorMapSpec> map_specs_;
   std::vector<llvm::Value*> maps_;
   // mbarrier i (8 bytes each, past the plan's tiles); `Mbarrier(slot)` for a runtime index.
@@ -335,12 +350,16 @@ class Emitter {
   void EnablePingPong() { ping_pong_ = true; }
   void DisableStaging() { stage_products_ = false; }
   void EnablePersistence() { persistent_ = true; }
+  void DisableTmaStores() { tma_store_ = false; }
+  void SetMinBlocks(int blocks) { min_blocks_ = blocks; }
 
  private:
   bool warp_specialize_ = true;
   bool ping_pong_ = false;      // Options::ping_pong
   bool stage_products_ = true;  // Options::stage_products
   bool persistent_ = false;     // Options::persistent
+  bool tma_store_ = true;       // Options::tma_store
+  int min_blocks_ = 0;          // Options::min_blocks
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);
   llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
@@ -1189,6 +1208,9 @@ void Emitter::FindTensorMaps() {
     TensorMapIndex(id, *copy);
   }
   mbarriers_ = map_specs_.empty() ? 0 : stages + 1;  // one per slot of a ring, and one for copies in place
+  for (OpId id : k_.body)
+    if (const auto* store = std::get_if<tile::op::Store>(&k_.Get(id).node))
+      if (auto spec = TmaStoreSpec(id, *store)) store_maps_[id.index] = AddTensorMap(*spec);
 }
 
 int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
@@ -1206,7 +1228,10 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
   for (std::size_t p = 0; p < k_.params.size(); ++p)
     if (k_.params[p].value == tensor) param = static_cast<int>(p);
   if (param < 0) Fail("a TMA copy of " + Name(tensor) + ", which is not a parameter");
-  TensorMapSpec spec{param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle};
+  return AddTensorMap({param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle});
+}
+
+int Emitter::AddTensorMap(const TensorMapSpec& spec) {
   for (std::size_t i = 0; i < map_specs_.size(); ++i) {
     const TensorMapSpec& m = map_specs_[i];
     if (m.param == spec.param && m.box_cols == spec.box_cols && m.box_rows == spec.box_rows &&
@@ -1997,6 +2022,7 @@ void Emitter::EmitReduce(const tile::op::Reduce& red, ValueId result) {
 }
 
 void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
+  if (auto it = store_maps_.find(id.index); it != store_maps_.end()) return EmitTmaStore(id, s, it->second);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   const auto& dst = slots_.at(s.dst.index).global;
   if (!dst) Fail("`store` into " + Name(s.dst) + ", which is not a global tile");
@@ -2015,18 +2041,10 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
   };
   if (choice.copy && choice.vector_bytes > 0) {
     const TvLayout& copy = *choice.copy;
-    const FlatTv& fc = Flat(copy);
-    int n = choice.vector_bytes / e;
-    llvm::Type* vt = llvm::FixedVectorType::get(ElemType(d), static_cast<unsigned>(n));
-    for (std::int64_t v = 0; v < fc.values; ++v) {
-      llvm::Value* vec = llvm::UndefValue::get(vt);
-      for (int i = 0; i < n; ++i) {
-        int idx = UniformValue(
-            s.src, [&](std::int64_t t) { return Advance(fc.At(t, v), i, rank); }, "`store`");
-        vec = b_.CreateInsertElement(vec, regs.at(static_cast<std::size_t>(idx)), static_cast<std::uint64_t>(i));
-      }
+    for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
       auto [row, col] = TvElement(copy, v);
-      b_.CreateAlignedStore(vec, address(row, col), llvm::Align(static_cast<std::uint64_t>(choice.vector_bytes)));
+      b_.CreateAlignedStore(StoreVector(s.src, choice, v), address(row, col),
+                            llvm::Align(static_cast<std::uint64_t>(choice.vector_bytes)));
     }
     return;
   }
@@ -2037,6 +2055,120 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
     b_.CreateAlignedStore(regs.at(static_cast<std::size_t>(v)), address(row, col),
                           llvm::Align(static_cast<std::uint64_t>(e)));
   }
+}
+
+llvm::Value* Emitter::StoreVector(ValueId src, const synth::OpChoice& choice, std::int64_t v) {
+  Dtype d = Val(src).dtype;
+  int n = choice.vector_bytes / ElementBytes(d);
+  int rank = static_cast<int>(Val(src).shape.size());
+  const FlatTv& fc = Flat(*choice.copy);
+  const auto& regs = slots_.at(src.index).regs;
+  llvm::Value* vec = llvm::UndefValue::get(llvm::FixedVectorType::get(ElemType(d), static_cast<unsigned>(n)));
+  for (int i = 0; i < n; ++i) {
+    int idx = UniformValue(
+        src, [&](std::int64_t t) { return Advance(fc.At(t, v), i, rank); }, "`store`");
+    vec = b_.CreateInsertElement(vec, regs.at(static_cast<std::size_t>(idx)), static_cast<std::uint64_t>(i));
+  }
+  return vec;
+}
+
+// --- TMA-store epilogues ---
+
+bool Emitter::ExtentMultiple(const core::Dim& d, std::int64_t multiple) const {
+  if (auto c = d.AsConstant()) return *c % multiple == 0;
+  for (const core::DimFact& f : k_.where) {
+    if (f.relation != core::RelOp::kEq || !f.rhs.IsZero()) continue;
+    for (std::int64_t m = multiple; m <= 4096; m += multiple)
+      if (auto mod = core::Mod(d, m); mod && *mod == f.lhs) return true;
+  }
+  return false;
+}
+
+std::optional<TensorMapSpec> Emitter::TmaStoreSpec(OpId id, const tile::op::Store& s) {
+  // Persistent kernels' producers run into the next block's copies over the same bytes.
+  if (plan_.target != synth::Target::Sm90a || !tma_store_ || persistent_) return std::nullopt;
+  const tile::Value& src = Val(s.src);
+  if (src.space != tile::Space::Reg || src.shape.size() != 2) return std::nullopt;
+  int e = ElementBytes(src.dtype);
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  if ((e != 2 && e != 4) || !choice.copy || choice.vector_bytes <= 0 || 16 % choice.vector_bytes) return std::nullopt;
+  // Only where each thread's stores write under 8 bytes, so a quad's fill less than a 32-byte
+  // sector (bf16 and f16 accumulators): there the boxes' whole lines pay (gemm_bf16_bf16 2048^3
+  // 1.22x faster on an H200); 8-byte stores fill sectors already, and the barrier and the wait for
+  // the boxes to be read cost more (attention_d128 with f32 outputs, 1k tokens: 5% slower).
+  if (choice.vector_bytes >= 8) return std::nullopt;
+  // Boxes of 128 bytes a row (the widest the 128-byte swizzle takes) side by side, at most 256
+  // rows, over the plan's tiles.
+  RowCol ext = Extent(s.src);
+  std::int64_t box_cols = 128 / e;
+  if (ext.row % 8 || ext.row > 256 || ext.col % box_cols || ext.row * ext.col * e > plan_.shared_bytes)
+    return std::nullopt;
+  // The `out` tensor: a parameter or a `tile` of one, its rows whole multiples of 16 bytes (the
+  // tensor map's stride) whatever sizes the kernel admits.
+  ValueId tensor = s.dst;
+  if (const tile::Value& v = Val(tensor); v.def.valid()) {
+    const auto* view = std::get_if<tile::op::View>(&k_.Get(v.def).node);
+    if (!view) return std::nullopt;
+    tensor = view->tensor;
+  }
+  int param = -1;
+  for (std::size_t p = 0; p < k_.params.size(); ++p)
+    if (k_.params[p].value == tensor) param = static_cast<int>(p);
+  const auto& shape = Val(tensor).shape;
+  if (param < 0 || shape.size() < 2 || !ExtentMultiple(shape.back(), 16 / e)) return std::nullopt;
+  // No op after it touches shared memory.
+  bool after = false;
+  for (OpId op : k_.body) {
+    if (op == id) after = true;
+    if (!after || op == id) continue;
+    const tile::Op& o = k_.Get(op);
+    if (std::holds_alternative<tile::op::Loop>(o.node)) return std::nullopt;
+    for (ValueId v : tile::Operands(o))
+      if (Val(v).space == tile::Space::Shared) return std::nullopt;
+    for (ValueId v : o.results)
+      if (Val(v).space == tile::Space::Shared) return std::nullopt;
+  }
+  return TensorMapSpec{param, box_cols, ext.row, layout::SwizzleMode::k128B};
+}
+
+void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
+  const synth::OpChoice& choice = plan_.ops.at(id.index);
+  const auto& dst = slots_.at(s.dst.index).global;
+  if (!dst || dst->first.size() < 2) Fail("a TMA store into " + Name(s.dst) + ", which is not a view of a parameter");
+  const TensorMapSpec& spec = map_specs_.at(static_cast<std::size_t>(map));
+  int e = ElementBytes(Val(s.src).dtype);
+  std::int64_t box_bytes = spec.box_rows * 128;
+  // Every thread is done with shared memory, and an earlier TMA store has read its boxes.
+  Barrier();
+  // Element (row, col) lands in box col / box_cols, at byte (col % box_cols) * e of its 128-byte
+  // row, whose 16-byte chunks are XORed with row % 8 (TMA's 128-byte swizzle; boxes 1024-aligned).
+  const TvLayout& copy = *choice.copy;
+  for (std::int64_t v = 0; v < Flat(copy).values; ++v) {
+    auto [row, col] = TvElement(copy, v);
+    llvm::Value* in_row = b_.CreateMul(b_.CreateURem(col, I32(spec.box_cols)), I32(e));
+    llvm::Value* swizzled = b_.CreateXor(in_row, b_.CreateShl(b_.CreateAnd(row, I32(7)), I32(4)));
+    llvm::Value* offset = b_.CreateAdd(
+        b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(col, I32(spec.box_cols)), I32(box_bytes)), b_.CreateMul(row, I32(128))),
+        swizzled);
+    b_.CreateAlignedStore(StoreVector(s.src, choice, v), b_.CreateGEP(b_.getInt8Ty(), smem_, offset),
+                          llvm::Align(static_cast<std::uint64_t>(choice.vector_bytes)));
+  }
+  hopper::FenceProxyAsync(b_);  // the writes, seen by TMA
+  Barrier();
+  // The tile's first element in the map, as EmitTma's.
+  std::size_t q = dst->first.size();
+  llvm::Value* flat = dst->first[0];
+  for (std::size_t i = 1; i + 1 < q; ++i) flat = b_.CreateAdd(b_.CreateMul(flat, dst->extents[i]), dst->first[i]);
+  llvm::Value* col = b_.CreateTrunc(dst->first[q - 1], b_.getInt32Ty());
+  llvm::Value* row = b_.CreateTrunc(flat, b_.getInt32Ty());
+  llvm::Value* smem = SharedAddress(smem_);
+  IfThread0(nullptr, [&] {
+    for (std::int64_t box = 0; box * spec.box_cols < Extent(s.src).col; ++box)
+      hopper::TmaStore2d(b_, maps_.at(static_cast<std::size_t>(map)), b_.CreateAdd(col, I32(box * spec.box_cols)), row,
+                         b_.CreateAdd(smem, I32(box * box_bytes)));
+    hopper::BulkCommit(b_);
+    hopper::BulkWaitRead(b_);  // the boxes stay until read: the block's shared memory ends with it
+  });
 }
 
 std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
@@ -2614,7 +2746,8 @@ void Emitter::EmitBody() {
 std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
   // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
   // producer's registers are the consumers' at launch: half the blocks an SM holds), measured.
-  if (plan_.target != synth::Target::Sm90a || plan_.threads % 128 || plan_.threads < 256 || plan_.threads + 128 > 1024)
+  if (plan_.target != synth::Target::Sm90a || plan_.threads % 128 || (plan_.threads < 256 && min_blocks_ < 2) ||
+      plan_.threads + 128 > 1024)
     return std::nullopt;
   std::optional<OpId> found;
   for (OpId id : k_.body)
@@ -2666,7 +2799,7 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
   // rest of the file (64K registers: 512 a thread over the warpgroups), up to 256 a thread.
   int consumers = static_cast<int>(plan_.threads / 128);
   s.producer_registers = 24;
-  s.consumer_registers = std::min(256, (512 - s.producer_registers) / consumers / 8 * 8);
+  s.consumer_registers = std::min(256, (512 / std::max(1, min_blocks_) - s.producer_registers) / consumers / 8 * 8);
   // Only where the consumers wait for their products in the body (attention): a loop whose only
   // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
   // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
@@ -2960,6 +3093,7 @@ DeviceKernel Emitter::Emit() {
   };
   md("kernel", 1);
   md("maxntidx", out.threads);
+  if (min_blocks_ > 0) md("minctasm", min_blocks_);
   if (!map_specs_.empty()) {
     // The map parameters are grid constants (1-based argument indices): used where they are.
     std::vector<llvm::Metadata*> indices;
@@ -3046,6 +3180,8 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
     if (options.ping_pong) emitter.EnablePingPong();
     if (!options.stage_products) emitter.DisableStaging();
     if (options.persistent) emitter.EnablePersistence();
+    if (!options.tma_store) emitter.DisableTmaStores();
+    emitter.SetMinBlocks(options.min_blocks);
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

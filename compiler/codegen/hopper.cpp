@@ -55,6 +55,19 @@ void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::V
       "r,l,r,r,r", {dst, map, col, row, bar});
 }
 
+void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::Value* row, llvm::Value* src) {
+  Asm(b, b.getVoidTy(), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
+      {map, col, row, src});
+}
+
+void BulkCommit(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "cp.async.bulk.commit_group;", "", {});
+}
+
+void BulkWaitRead(llvm::IRBuilder<>& b) {
+  Asm(b, b.getVoidTy(), "cp.async.bulk.wait_group.read 0;", "", {});
+}
+
 void SetMaxNreg(llvm::IRBuilder<>& b, bool increase, int registers) {
   Asm(b, b.getVoidTy(),
       std::string("setmaxnreg.") + (increase ? "inc" : "dec") + ".sync.aligned.u32 " + std::to_string(registers) + ";",

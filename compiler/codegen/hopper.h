@@ -24,6 +24,12 @@ void FenceProxyAsync(llvm::IRBuilder<>& b);
 // memory at `dst`, completing its bytes on mbarrier `bar`.
 void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
                llvm::Value* bar);
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: shared memory at `src` into the box of
+// the tensor map at `map` whose first element is (col, row); then cp.async.bulk.commit_group, and
+// cp.async.bulk.wait_group.read 0: until every committed store has read its shared memory.
+void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::Value* row, llvm::Value* src);
+void BulkCommit(llvm::IRBuilder<>& b);
+void BulkWaitRead(llvm::IRBuilder<>& b);
 
 // cp.async.cg.shared.global (sm_80): 16 bytes from `src` (a global pointer) to the shared-window
 // address `dst` (i32); with `src_bytes` (i32), only that many are read and the rest filled with

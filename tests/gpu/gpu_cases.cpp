@@ -15,7 +15,8 @@
 // A case file has one case per line (`#` starts a comment):
 //
 //   FILE KERNEL TARGETS NAME=VALUE... [--flops=EXPR] [--no-reference] [--no-warp-specialization]
-//        [--no-ping-pong] [--no-staging] [--persistent] [--expect-error=TEXT...]
+//        [--no-ping-pong] [--no-staging] [--persistent] [--no-tma-store] [--stages=N] [--blocks-per-sm=N]
+//        [--expect-error=TEXT...]
 //   stdlib/gemm.weft gemm_bf16 sm_80,sm_90a m=512 n=384 k=1024 --flops=2*m*n*k
 //
 // FILE is relative to --root (default: the current folder); TARGETS is one or more of sm_80 and
@@ -29,8 +30,12 @@
 // to compare; --no-ping-pong: with codegen::Options::ping_pong off; --no-staging: with
 // codegen::Options::stage_products off; --persistent: with codegen::Options::persistent on (each
 // block loops over the grid's blocks; gpu_check launches weft_persistent_grid's grid), and
-// --persistent=N launched on N blocks (a few: each block takes several of the grid's). A case is
-// named KERNEL-TARGET[-plain][-noturns][-unstaged][-persistent[N]]-SIZES[-SCALAR_VALUE...].
+// --persistent=N launched on N blocks (a few: each block takes several of the grid's);
+// --no-tma-store: with codegen::Options::tma_store off (each thread stores its own elements);
+// --stages=N: synth::Options::stages (the rings' depth, N copies of each tile); --blocks-per-sm=N:
+// codegen::Options::min_blocks (registers budgeted for N blocks a multiprocessor). A case is named
+// KERNEL-TARGET[-plain][-noturns][-unstaged][-persistent[N]][-threadstores][-stagesN][-blocksN]-SIZES
+// [-SCALAR_VALUE...].
 //
 // Inputs are fresh: the seed is random unless --seed gives it (it is printed, and each manifest
 // records its own, so a failure can be made again).
@@ -93,6 +98,9 @@ struct Line {
   bool stage = true;                    // --no-staging: codegen::Options::stage_products off
   bool persistent = false;              // --persistent[=N]: codegen::Options::persistent on
   std::uint32_t persistent_blocks = 0;  // ... launched on N blocks
+  bool tma_store = true;                // --no-tma-store: codegen::Options::tma_store off
+  int stages = 0;                       // --stages=N: synth::Options::stages
+  int min_blocks = 0;                   // --blocks-per-sm=N: codegen::Options::min_blocks
   std::string expect_error;             // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
@@ -260,10 +268,12 @@ class Generator {
   bool GenerateOne(const Line& line, const std::string& target_name, std::uint64_t seed) {
     // The case's name: KERNEL-TARGET-SIZES[-SCALAR_VALUE...].
     Checked& checked = Check(line.source);
-    std::string name = line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") +
-                       (line.ping_pong ? "" : "-noturns") + (line.stage ? "" : "-unstaged") +
-                       (line.persistent ? "-persistent" : "") +
-                       (line.persistent_blocks ? std::to_string(line.persistent_blocks) : "");
+    std::string name =
+        line.kernel + "-" + target_name + (line.warp_specialize ? "" : "-plain") + (line.ping_pong ? "" : "-noturns") +
+        (line.stage ? "" : "-unstaged") + (line.persistent ? "-persistent" : "") +
+        (line.persistent_blocks ? std::to_string(line.persistent_blocks) : "") +
+        (line.tma_store ? "" : "-threadstores") + (line.stages ? "-stages" + std::to_string(line.stages) : "") +
+        (line.min_blocks ? "-blocks" + std::to_string(line.min_blocks) : "");
     if (!checked.errors.empty())
       return Error(name, line.where + ": " + line.source + " does not check:\n" + checked.errors);
     const core::Def* def = checked.result.module.Find(line.kernel);
@@ -345,13 +355,17 @@ class Generator {
       if (!t.shape.empty() && runtime::IsFloatDtype(t.dtype))
         for (std::int64_t e = 0; e < t.Count(); ++e) runtime::StoreDouble(t, e, 2 * runtime::LoadDouble(t, e) - 1);
 
-    auto plan = synth::Synthesize(*kernel, *target);
+    synth::Options synth_options;
+    if (line.stages) synth_options.stages = line.stages;
+    auto plan = synth::Synthesize(*kernel, *target, synth_options);
     if (!plan) return not_generated(RenderAll(checked.sources, plan.error()), false);
     codegen::Options codegen_options;
     codegen_options.warp_specialize = line.warp_specialize;
     codegen_options.ping_pong = line.ping_pong;
     codegen_options.stage_products = line.stage;
     codegen_options.persistent = line.persistent;
+    codegen_options.tma_store = line.tma_store;
+    codegen_options.min_blocks = line.min_blocks;
     auto device = codegen::EmitKernel(*kernel, *plan, checked.sources, codegen_options);
     if (!device) return not_generated(RenderAll(checked.sources, device.error()), false);
 
@@ -640,6 +654,15 @@ int Main(int argc, char** argv) {
           line.stage = false;
         else if (w[k] == "--persistent")
           line.persistent = true;
+        else if (w[k] == "--no-tma-store")
+          line.tma_store = false;
+        else if (w[k].rfind("--stages=", 0) == 0) {
+          line.stages = std::atoi(w[k].c_str() + 9);
+          if (line.stages < 1) Usage(line.where + ": --stages=N needs a number of stages above 0");
+        } else if (w[k].rfind("--blocks-per-sm=", 0) == 0) {
+          line.min_blocks = std::atoi(w[k].c_str() + 16);
+          if (line.min_blocks < 1) Usage(line.where + ": --blocks-per-sm=N needs a number of blocks above 0");
+        }
         else if (w[k].rfind("--persistent=", 0) == 0) {
           line.persistent = true;
           try {

@@ -145,6 +145,28 @@ TEST_CASE("codegen: a persistent attention kernel loops over the grid's blocks")
   CHECK_FALSE(Find(gemm, "gemm_bf16").device->persistent);
 }
 
+TEST_CASE("codegen: two blocks a multiprocessor (Options::min_blocks)") {
+  // One consumer warpgroup keeps the TMA ring; with two blocks a multiprocessor asked for, it gets a
+  // producer warpgroup, the registers budgeted for two blocks (ptxas: .minnctapersm 2, 128 a thread
+  // at launch; the consumers take the producer's 104 back: 232), as attention at head dim 64 with 64
+  // query rows a block measured fastest that way at 4k and 16k tokens causal (docs/codegen.md).
+  auto one = EmitFile("tests/lit/sim/attention_d64.weft", synth::Target::Sm90a);
+  const Emitted& a = Find(one, "attention64");
+  CHECK(a.device->threads == 128);
+  CHECK_FALSE(Has(a.device->ptx, ".minnctapersm"));
+  Options two;
+  two.min_blocks = 2;
+  auto both = EmitFile("tests/lit/sim/attention_d64.weft", synth::Target::Sm90a, two);
+  const Emitted& b = Find(both, "attention64");
+  CHECK(b.device->threads == 256);
+  CHECK(Has(b.device->ptx, ".minnctapersm 2"));
+  CHECK(Has(b.device->ptx, "setmaxnreg.dec.sync.aligned.u32 24;"));
+  CHECK(Has(b.device->ptx, "setmaxnreg.inc.sync.aligned.u32 232;"));
+  // Two consumer warpgroups and two blocks: (256 - 24) / 2 a thread.
+  auto d128 = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, two);
+  CHECK(Has(Find(d128, "attention_d128").device->ptx, "setmaxnreg.inc.sync.aligned.u32 112;"));
+}
+
 TEST_CASE("codegen: which kernels are warp-specialized") {
   // The gemm (its only product a deferred accumulator) keeps the TMA ring; one consumer warpgroup
   // (128 threads) keeps it too; sm_80 has the cp.async ring.
