@@ -662,8 +662,7 @@ int Main(int argc, char** argv) {
         } else if (w[k].rfind("--blocks-per-sm=", 0) == 0) {
           line.min_blocks = std::atoi(w[k].c_str() + 16);
           if (line.min_blocks < 1) Usage(line.where + ": --blocks-per-sm=N needs a number of blocks above 0");
-        }
-        else if (w[k].rfind("--persistent=", 0) == 0) {
+        } else if (w[k].rfind("--persistent=", 0) == 0) {
           line.persistent = true;
           try {
             line.persistent_blocks = static_cast<std::uint32_t>(std::stoul(w[k].substr(13)));
