@@ -3181,7 +3181,7 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
     if (!options.stage_products) emitter.DisableStaging();
     if (options.persistent) emitter.EnablePersistence();
     if (!options.tma_store) emitter.DisableTmaStores();
-    emitter.SetMinBlocks(options.min_blocks);
+    emitter.SetMinBlocks(std::max(options.min_blocks, plan.blocks_per_sm > 1 ? plan.blocks_per_sm : 0));
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

@@ -305,7 +305,8 @@ VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const M
 
 // Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization), from the IR.
 bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop, const Graph& graph) {
-  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || plan.threads < 256 || plan.threads + 128 > 1024)
+  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && plan.blocks_per_sm < 2) ||
+      plan.threads + 128 > 1024)
     return false;
   int pipelines = 0;
   for (OpId id : kernel.body)
@@ -553,7 +554,9 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
       masked[b] += all ? 0 : 1;
     }
   }
-  auto one_iteration = [&](const std::set<std::uint32_t>& free, std::int64_t& busiest) -> double {
+  // `busiest`: the busiest unit's cycles; `issue`: the vector work's, ALU and SFU together (their
+  // instructions share the sub-partitions' issue slots).
+  auto one_iteration = [&](const std::set<std::uint32_t>& free, std::int64_t& busiest, std::int64_t& issue) -> double {
     std::array<std::int64_t, kUnits> unit{};
     for (const Node& n : g.nodes)
       for (int u = 0; u < kUnits; ++u)
@@ -611,12 +614,14 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
     }
     busiest = 0;
     for (std::int64_t u : unit) busiest = std::max(busiest, u);
+    issue = unit[static_cast<int>(Unit::kAlu)] + unit[static_cast<int>(Unit::kSfu)];
     return std::max(chain, static_cast<double>(busiest));
   };
-  std::int64_t busiest = 0, busiest_folded = 0;
-  p.iteration = one_iteration(FreeOps(kernel, plan, l, bools), busiest);
-  double folded = masks.empty() ? p.iteration : one_iteration(FreeOps(kernel, plan, l, bools, masks), busiest_folded);
-  if (masks.empty()) busiest_folded = busiest;
+  std::int64_t busiest = 0, busiest_folded = 0, issue = 0, issue_folded = 0;
+  p.iteration = one_iteration(FreeOps(kernel, plan, l, bools), busiest, issue);
+  double folded =
+      masks.empty() ? p.iteration : one_iteration(FreeOps(kernel, plan, l, bools, masks), busiest_folded, issue_folded);
+  if (masks.empty()) busiest_folded = busiest, issue_folded = issue;
   p.folded_iteration = folded;
   double masked_total = 0;
   for (std::int64_t x : masked) masked_total += static_cast<double>(x);
@@ -650,8 +655,9 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
 
   // 5. Blocks per SM, then the blocks to the SMs' slots in launch order.
   std::int64_t threads = plan.threads + (specialized ? 128 : 0);
-  std::int64_t registers =
-      specialized ? machine.registers_per_sm : plan.threads * std::max<std::int64_t>(1, plan.registers_per_thread);
+  std::int64_t registers = specialized
+                               ? machine.registers_per_sm / std::max(1, plan.blocks_per_sm)  // setmaxnreg's budget
+                               : plan.threads * std::max<std::int64_t>(1, plan.registers_per_thread);
   std::int64_t shared = plan.shared_bytes;
   std::int64_t by_shared = shared > 0 ? (228 * 1024) / shared : 32;
   std::int64_t by_registers = registers > 0 ? machine.registers_per_sm / registers : 32;
@@ -660,9 +666,15 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
       static_cast<int>(std::max<std::int64_t>(1, std::min({by_shared, by_registers, by_threads, std::int64_t{32}})));
   std::int64_t slots = machine.sms * p.blocks_per_sm;
   p.waves = static_cast<double>(p.blocks) / static_cast<double>(slots);
-  // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit.
-  double shared_iteration = std::max(p.iteration, static_cast<double>(p.blocks_per_sm) * static_cast<double>(busiest));
-  double shared_folded = std::max(folded, static_cast<double>(p.blocks_per_sm) * static_cast<double>(busiest_folded));
+  // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit, and
+  // b x the vector work's issue (ALU and SFU instructions, one issue slot each, measured: two
+  // blocks of one warpgroup's attention at head dim 64 ran 1.25-1.33x the units' bound alone).
+  auto sharing = [&](double one, std::int64_t unit, std::int64_t vector) {
+    std::int64_t b = p.blocks_per_sm;
+    return std::max(one, static_cast<double>(b * (b > 1 ? std::max(unit, vector) : unit)));
+  };
+  double shared_iteration = sharing(p.iteration, busiest, issue);
+  double shared_folded = sharing(folded, busiest_folded, issue_folded);
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
   for (std::int64_t s = 0; s < std::min<std::int64_t>(slots, static_cast<std::int64_t>(trips.size())); ++s)
     free_at.push(0);

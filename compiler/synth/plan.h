@@ -141,6 +141,10 @@ struct Plan {
   std::vector<ValueChoice> values;
   std::vector<OpChoice> ops;
   std::int64_t shared_bytes = 0;
+  // Blocks a multiprocessor is to hold at once (1 unless said): 2 for an sm_90a block of one
+  // warpgroup whose pipeline's stages were budgeted so that two fit (Finish; codegen gives it a
+  // producer warpgroup and budgets its registers for two blocks, docs/codegen.md).
+  int blocks_per_sm = 1;
   int registers_per_thread = 0;  // an estimate
   // How the choice was made: candidates considered, the cost of the chosen one, whether it is
   // proved optimal for that cost (exhaustive search, or Z3's optimizer within its resource limit),
