@@ -208,6 +208,11 @@ class Emitter {
   void FindTensorMaps();
   int TensorMapIndex(OpId id, const tile::op::ToShared& s);
   int AddTensorMap(const TensorMapSpec& spec);  // the index of an equal map, or a new one
+  // The parameter `value` is or is a `tile` view of (its index in Kernel::params), or -1.
+  int ParamOf(ValueId value);
+  // A view's first element in its tensor's 2-D map (i32): its column, and its row with the leading
+  // axes flattened.
+  std::pair<llvm::Value*, llvm::Value*> MapCoordinates(const GlobalSlot& g);
   // --- TMA-store epilogues (Options::tma_store; docs/codegen.md, "Epilogues through shared memory") ---
   // A top-level `store` of a register tile after the kernel's last use of shared memory, whose
   // threads would each store under 8 bytes at a time: the threads write the tile into shared
@@ -1217,18 +1222,27 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   span_ = k_.Get(id).span;
   if (!choice.tma || choice.tma->box_dims.size() != 2) Fail("a TMA copy without a 2-D box");
-  // The tensor the copy reads: a parameter, or a `tile` view of one.
-  ValueId tensor = s.src;
-  if (const tile::Value& v = Val(tensor); v.def.valid()) {
-    const auto* view = std::get_if<tile::op::View>(&k_.Get(v.def).node);
-    if (!view) Fail("a TMA copy of " + Name(s.src) + ", which is not a view of a parameter");
-    tensor = view->tensor;
-  }
-  int param = -1;
-  for (std::size_t p = 0; p < k_.params.size(); ++p)
-    if (k_.params[p].value == tensor) param = static_cast<int>(p);
-  if (param < 0) Fail("a TMA copy of " + Name(tensor) + ", which is not a parameter");
+  int param = ParamOf(s.src);
+  if (param < 0) Fail("a TMA copy of " + Name(s.src) + ", which is not a parameter or a view of one");
   return AddTensorMap({param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle});
+}
+
+int Emitter::ParamOf(ValueId value) {
+  if (const tile::Value& v = Val(value); v.def.valid()) {
+    const auto* view = std::get_if<tile::op::View>(&k_.Get(v.def).node);
+    if (!view) return -1;
+    value = view->tensor;
+  }
+  for (std::size_t p = 0; p < k_.params.size(); ++p)
+    if (k_.params[p].value == value) return static_cast<int>(p);
+  return -1;
+}
+
+std::pair<llvm::Value*, llvm::Value*> Emitter::MapCoordinates(const GlobalSlot& g) {
+  std::size_t q = g.first.size();
+  llvm::Value* flat = g.first[0];
+  for (std::size_t i = 1; i + 1 < q; ++i) flat = b_.CreateAdd(b_.CreateMul(flat, g.extents[i]), g.first[i]);
+  return {b_.CreateTrunc(g.first[q - 1], b_.getInt32Ty()), b_.CreateTrunc(flat, b_.getInt32Ty())};
 }
 
 int Emitter::AddTensorMap(const TensorMapSpec& spec) {
@@ -1304,13 +1318,8 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
   int map = TensorMapIndex(id, s);
   int e = ElementBytes(Val(dst).dtype);
   RowCol ext = Extent(dst);
-  // The view's first element in the map: its column, and its row with the leading axes flattened.
-  std::size_t q = src->first.size();
-  if (q < 2) Fail("a TMA copy of a tensor of rank " + std::to_string(q));
-  llvm::Value* flat = src->first[0];
-  for (std::size_t i = 1; i + 1 < q; ++i) flat = b_.CreateAdd(b_.CreateMul(flat, src->extents[i]), src->first[i]);
-  llvm::Value* col = b_.CreateTrunc(src->first[q - 1], b_.getInt32Ty());
-  llvm::Value* row = b_.CreateTrunc(flat, b_.getInt32Ty());
+  if (src->first.size() < 2) Fail("a TMA copy of a tensor of rank " + std::to_string(src->first.size()));
+  auto [col, row] = MapCoordinates(*src);
   llvm::Value* smem = SharedAddress(smem_);
   llvm::Value* bar_address = SharedAddress(bar);
   IfThread0(live, [&] {
@@ -2105,17 +2114,10 @@ std::optional<TensorMapSpec> Emitter::TmaStoreSpec(OpId id, const tile::op::Stor
     return std::nullopt;
   // The `out` tensor: a parameter or a `tile` of one, its rows whole multiples of 16 bytes (the
   // tensor map's stride) whatever sizes the kernel admits.
-  ValueId tensor = s.dst;
-  if (const tile::Value& v = Val(tensor); v.def.valid()) {
-    const auto* view = std::get_if<tile::op::View>(&k_.Get(v.def).node);
-    if (!view) return std::nullopt;
-    tensor = view->tensor;
-  }
-  int param = -1;
-  for (std::size_t p = 0; p < k_.params.size(); ++p)
-    if (k_.params[p].value == tensor) param = static_cast<int>(p);
-  const auto& shape = Val(tensor).shape;
-  if (param < 0 || shape.size() < 2 || !ExtentMultiple(shape.back(), 16 / e)) return std::nullopt;
+  int param = ParamOf(s.dst);
+  if (param < 0) return std::nullopt;
+  const auto& shape = Val(k_.params[static_cast<std::size_t>(param)].value).shape;
+  if (shape.size() < 2 || !ExtentMultiple(shape.back(), 16 / e)) return std::nullopt;
   // No op after it touches shared memory.
   bool after = false;
   for (OpId op : k_.body) {
@@ -2155,12 +2157,7 @@ void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
   }
   hopper::FenceProxyAsync(b_);  // the writes, seen by TMA
   Barrier();
-  // The tile's first element in the map, as EmitTma's.
-  std::size_t q = dst->first.size();
-  llvm::Value* flat = dst->first[0];
-  for (std::size_t i = 1; i + 1 < q; ++i) flat = b_.CreateAdd(b_.CreateMul(flat, dst->extents[i]), dst->first[i]);
-  llvm::Value* col = b_.CreateTrunc(dst->first[q - 1], b_.getInt32Ty());
-  llvm::Value* row = b_.CreateTrunc(flat, b_.getInt32Ty());
+  auto [col, row] = MapCoordinates(*dst);
   llvm::Value* smem = SharedAddress(smem_);
   IfThread0(nullptr, [&] {
     for (std::int64_t box = 0; box * spec.box_cols < Extent(s.src).col; ++box)

@@ -88,11 +88,11 @@ struct Options {
   // non-causal and up to 37% slower causal on an H100 than the hardware's block scheduler
   // (docs/codegen.md, "Persistent kernels").
   bool persistent = false;
-  // sm_90a: a top-level `store` of a register tile whose threads store under 8 bytes at a time (bf16
-  // and f16 accumulators) after the kernel's last use of shared memory goes through shared memory and TMA, whole
-  // 128-byte lines (device.cpp's TmaStoreSpec says which qualify); the `out` tensor gets a tensor
-  // map (DeviceKernel::tensor_maps). Off: each thread stores its own elements (docs/codegen.md,
-  // "Epilogues through shared memory").
+  // sm_90a: a top-level `store` of a register tile whose threads store under 8 bytes at a time
+  // (bf16 and f16 accumulators), after the kernel's last use of shared memory, goes through shared
+  // memory and TMA, whole 128-byte lines (device.cpp's TmaStoreSpec says which qualify); the `out`
+  // tensor gets a tensor map (DeviceKernel::tensor_maps). Off: each thread stores its own elements
+  // (docs/codegen.md, "Epilogues through shared memory").
   bool tma_store = true;
   // Blocks a multiprocessor must hold at once (PTX .minnctapersm: ptxas keeps the registers a thread
   // uses within the file's share); 0: no bound.
