@@ -199,8 +199,8 @@ class Synthesizer {
   std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
   bool ChooseShared(Attempt& attempt, ValueId s);
   void Finish(Attempt& attempt, Plan& plan);
-  // Whether a pipeline's body reads a product it computes other than as another product's
-  // accumulator (attention's scores; a gemm only carries its own).
+  // Whether a pipeline's body reads a product it computes in an op other than another product
+  // (attention's scores go to the softmax; a gemm's accumulator only to the next product).
   bool ReadsProducts() const;
   void Stream(Attempt& attempt);
   struct Peak {
