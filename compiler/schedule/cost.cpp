@@ -13,6 +13,11 @@
 
 namespace weft::schedule {
 
+int ConsumerRegisters(std::int64_t threads, int blocks_per_sm) {
+  std::int64_t consumers = std::max<std::int64_t>(1, threads / 128);
+  return static_cast<int>(std::min<std::int64_t>(256, (512 / std::max(1, blocks_per_sm) - 24) / consumers / 8 * 8));
+}
+
 namespace {
 
 using tile::OpId;
@@ -306,7 +311,7 @@ VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const M
 // Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization), from the IR.
 bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop, const Graph& graph) {
   if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && plan.blocks_per_sm < 2) ||
-      plan.threads + 128 > 1024)
+      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, plan.blocks_per_sm) < 128)
     return false;
   int pipelines = 0;
   for (OpId id : kernel.body)
@@ -532,10 +537,10 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   }
 
   // 3. One iteration, with the masks codegen folds (codegen's AllTrue: the body emitted twice in a
-  // warp-specialized loop) as they are, and all true; the iterations of each block that need them
-  // as they are (causal attention: the diagonal key block).
+  // TMA ring, warp-specialized or not) as they are, and all true; the iterations of each block that
+  // need them as they are (causal attention: the diagonal key block).
   std::set<std::uint32_t> masks;
-  if (specialized)
+  if (specialized || tma)
     for (OpId id : l.body)
       if (const auto* m = std::get_if<tile::op::Map>(&kernel.Get(id).node);
           m && m->fn == "select" && m->args.size() == 3) {

@@ -54,6 +54,12 @@ namespace weft::schedule {
 
 struct LoopSchedule;
 
+// The registers a thread of a warp-specialized kernel's consumer warpgroups get (setmaxnreg): the
+// producer warpgroup keeps 24 (FlashAttention-3's split), the consumers share the rest of the
+// file's share of a block (64K registers: 512 a thread over the warpgroups), up to 256, in steps of
+// 8. Codegen warp-specializes only where this is at least 128 (FindSpecialization).
+int ConsumerRegisters(std::int64_t threads, int blocks_per_sm);
+
 // Step 1's inputs: sizes and scalar parameters by name (absent: the defaults above).
 struct CostInputs {
   std::map<std::string, std::int64_t> sizes;

@@ -997,16 +997,20 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
   std::int64_t bytes = total(stages);
   bool pipelined = false;
   for (ValueId s : shared) pipelined |= at.values[s.index].stages > 1 || loop_of_[V(s).def.index].valid();
-  // A block of one warpgroup on sm_90a, whose pipeline waits for its products (what codegen gives a
-  // producer warpgroup), and whose stages keep a second block off the multiprocessor (over
-  // half the budget, less 2 KiB for the mbarriers and the zeroed block of a warp-specialized kernel)
-  // keeps three where two blocks then fit: the warps of one warpgroup and its producer leave the
-  // multiprocessor half idle. Attention at head dim 64 with 64 query rows a block: 1.03-1.10x faster
-  // causal, 1k to 16k tokens, than 128 rows a block of two warpgroups, on an H200
-  // (bench/results/2026-11-26-h200-tma-store.md).
-  const std::int64_t half = SharedBudget(target_) / 2 - 2048;
-  if (target_ == Target::Sm90a && kernel_.threads == 128 && pipelined && !options_.stages && stages > 3 &&
-      total(stages) > half && total(3) <= half && ReadsProducts()) {
+  // A block of one or two warpgroups on sm_90a whose pipeline waits for its products (attention,
+  // not a gemm), and whose stages keep a second block off the multiprocessor, keeps three where two
+  // blocks then fit: one block's warps wait on their products with the multiprocessor half idle.
+  // A multiprocessor holds 228 KiB, 1 KiB of it a block's own; codegen adds its mbarriers past the
+  // tiles, and to one warpgroup a producer warpgroup (FindSpecialization) and the zeroed 1 KiB a
+  // staged product reads (two warpgroups that share a multiprocessor get no producer: their
+  // registers would not fit). Attention at head dim 64, on an H200: 64 query rows a block of one
+  // warpgroup, 1.03-1.10x faster causal than one block of 128 rows
+  // (bench/results/2026-11-26-h200-tma-store.md); 128 rows a block of two warpgroups without a
+  // producer, 1.08-1.22x faster again (bench/results/2026-11-27-h100-d64-two-blocks.md).
+  const std::int64_t reserve = (kernel_.threads == 128 ? 1024 + 16 + 2 * 8 * 8 : 8 * 8) + 1024;
+  auto two_fit = [&](int s) { return 2 * (total(s) + reserve) <= 228 * 1024; };
+  if (target_ == Target::Sm90a && (kernel_.threads == 128 || kernel_.threads == 256) && pipelined && !options_.stages &&
+      stages > 3 && !two_fit(stages) && two_fit(3) && ReadsProducts()) {
     plan.notes.push_back("pipeline stages reduced from " + std::to_string(stages) +
                          " to 3 so that two blocks fit a multiprocessor (" + std::to_string(total(stages)) +
                          " bytes of shared memory a block with " + std::to_string(stages) + ")");

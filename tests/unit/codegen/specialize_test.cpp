@@ -118,13 +118,13 @@ TEST_CASE("codegen: attention's P V is staged behind the next iteration's Q K^T"
 
 TEST_CASE("codegen: a persistent attention kernel loops over the grid's blocks") {
   auto blocks = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
-  const Emitted& plain = Find(blocks, "attention_d64");
+  const Emitted& plain = Find(blocks, "attention_d128");
   CHECK_FALSE(plain.device->persistent);  // off by default
   CHECK_FALSE(Has(plain.device->ptx, "%nctaid.x"));
   Options on;
   on.persistent = true;
   auto tiles = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, on);
-  const Emitted& e = Find(tiles, "attention_d64");
+  const Emitted& e = Find(tiles, "attention_d128");
   const DeviceKernel& d = *e.device;
   CHECK(d.persistent);
   // The launched grid's stride, in every role (the producer's loop and each flag's copy of the
@@ -145,34 +145,59 @@ TEST_CASE("codegen: a persistent attention kernel loops over the grid's blocks")
   CHECK_FALSE(Find(gemm, "gemm_bf16").device->persistent);
 }
 
-TEST_CASE("codegen: one consumer warpgroup, two blocks a multiprocessor") {
+TEST_CASE("codegen: two blocks a multiprocessor") {
   // A block of one warpgroup whose pipeline waits for its products, its stages budgeted for two
   // blocks a multiprocessor (synth: Plan::blocks_per_sm), gets a producer warpgroup with the
   // registers budgeted for two blocks (ptxas: .minnctapersm 2, 128 a thread at launch; the
   // consumers take the producer's 104 back: 232), as attention at head dim 64 with 64 query rows a
-  // block measured fastest causal (docs/codegen.md).
-  auto one = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
-  const Emitted& a = Find(one, "attention_d64");
+  // block (tests/lit/codegen/two_blocks_sm90a.weft).
+  auto one = EmitFile("tests/lit/codegen/two_blocks_sm90a.weft", synth::Target::Sm90a);
+  const Emitted& a = Find(one, "rows64");
   CHECK(a.device->threads == 256);
   CHECK(Has(a.device->ptx, ".minnctapersm 2"));
   CHECK(Has(a.device->ptx, "setmaxnreg.dec.sync.aligned.u32 24;"));
   CHECK(Has(a.device->ptx, "setmaxnreg.inc.sync.aligned.u32 232;"));
-  // Options::min_blocks asks the same of any kernel: two consumer warpgroups and two blocks,
-  // (256 - 24) / 2 a thread.
-  CHECK_FALSE(Has(Find(one, "attention_d128").device->ptx, ".minnctapersm"));
+  REQUIRE(a.device->protocols.size() == 1);
+  CHECK(a.device->protocols[0].name != "today's sm_90a TMA ring");
+  // Two warpgroups (the stdlib's head dim 64, 128 rows a block) budgeted for two blocks would keep
+  // (256 - 24) / 2 = 112 registers a consumer thread: no producer; the TMA ring, two blocks.
+  auto stdlib = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  const Emitted& b = Find(stdlib, "attention_d64");
+  CHECK(b.device->threads == 256);
+  CHECK(Has(b.device->ptx, ".minnctapersm 2"));
+  CHECK_FALSE(Has(b.device->ptx, "setmaxnreg"));
+  REQUIRE(b.device->protocols.size() == 1);
+  CHECK(b.device->protocols[0].name == "today's sm_90a TMA ring");
+  CHECK_FALSE(Has(Find(stdlib, "attention_d128").device->ptx, ".minnctapersm"));
   // Where four stages leave room for a second block already, nothing changes (the simulator's
   // attention64 takes keys in blocks of 64).
   auto sim = EmitFile("tests/lit/sim/attention_d64.weft", synth::Target::Sm90a);
   CHECK(Find(sim, "attention64").device->threads == 128);
+  // Options::min_blocks asks for two blocks of any kernel: attention_d128's two consumer
+  // warpgroups then get no producer either.
   Options two;
   two.min_blocks = 2;
   auto both = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, two);
   CHECK(Has(Find(both, "attention_d128").device->ptx, ".minnctapersm 2"));
-  CHECK(Has(Find(both, "attention_d128").device->ptx, "setmaxnreg.inc.sync.aligned.u32 112;"));
+  CHECK_FALSE(Has(Find(both, "attention_d128").device->ptx, "setmaxnreg"));
   // The gemm's ring (a deferred accumulator: no producer) is left at one block.
   auto gemm = EmitFile("tests/lit/sim/gemm.weft", synth::Target::Sm90a);
   for (const Emitted& g : gemm)
     if (g.device) CHECK_FALSE(Has(g.device->ptx, ".minnctapersm"));
+}
+
+TEST_CASE("codegen: a TMA ring folds the masks a whole iteration satisfies") {
+  // The causal mask of the stdlib's head-dim-64 attention (a TMA ring, not warp-specialized): the
+  // body twice behind a uniform branch, as in the warp-specialized consumers' loop.
+  auto ring = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
+  auto count = [](const std::string& ptx, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) ++n;
+    return n;
+  };
+  // P V's 8 k-steps (m64n64k16, each warpgroup its 64 rows) in three copies of the body: `causal`
+  // false (the mask constant), and true, masked and folded (LLVM hoists Q K^T above the branch).
+  CHECK(count(Find(ring, "attention_d64").device->ptx, "m64n64k16") == 3 * 8);
 }
 
 TEST_CASE("codegen: which kernels are warp-specialized") {
