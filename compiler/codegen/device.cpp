@@ -305,9 +305,8 @@ class Emitter {
   std::int64_t front_bytes_ = 0;
   llvm::Constant* smem_base_ = nullptr;  // @weft_smem itself
   // The wgmma ops of a loop whose accumulator only goes around the loop (`acc = mma a b acc`,
-  // yielded and read by nothing else), with the carried values' indices: they wait for the
-  // previous iteration's products only (wait_group 1), and the loop waits for all after it.
-  std::set<std::uint32_t> DeferrableWgmma(const tile::op::Loop& loop, std::vector<std::size_t>& carried);
+  // yielded and read by nothing else: schedule::DeferredProducts) wait for the previous
+  // iteration's products only (wait_group 1), and the loop waits for all after it.
   std::set<std::uint32_t> deferred_wgmma_;
   std::vector<schedule::Protocol> protocols_;  // DeviceKernel::protocols
   void EmitStore(OpId id, const tile::op::Store& s);
@@ -1559,24 +1558,6 @@ void Emitter::EmitWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   slots_[result.index].regs = hopper::FenceOperands(b_, acc);
 }
 
-std::set<std::uint32_t> Emitter::DeferrableWgmma(const tile::op::Loop& loop, std::vector<std::size_t>& carried) {
-  std::map<std::uint32_t, int> uses;
-  for (const tile::Op& op : k_.ops)
-    for (ValueId v : tile::Operands(op)) ++uses[v.index];
-  std::set<std::uint32_t> out;
-  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
-    ValueId c = loop.carried[i], y = loop.yields.at(i);
-    const tile::Value& yv = Val(y);
-    if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
-    const auto* m = std::get_if<tile::op::Mma>(&k_.Get(yv.def).node);
-    if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
-    if (!StartsWith(plan_.ops.at(yv.def.index).instruction, "wgmma")) continue;
-    out.insert(yv.def.index);
-    carried.push_back(i);
-  }
-  return out;
-}
-
 llvm::Value* Emitter::Fresh(ValueId v, const std::set<std::uint32_t>& body, int depth) {
   const tile::Value& value = Val(v);
   if (depth > 32 || value.space != tile::Space::Scalar) return nullptr;
@@ -1669,7 +1650,7 @@ std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
 std::optional<std::pair<OpId, std::size_t>> Emitter::FindStaged(const tile::op::Loop& loop) {
   if (!stage_products_) return std::nullopt;
   std::vector<std::size_t> deferred_carried;
-  if (!DeferrableWgmma(loop, deferred_carried).empty()) return std::nullopt;
+  if (!schedule::DeferredProducts(k_, plan_, loop, &deferred_carried).empty()) return std::nullopt;
   std::map<std::uint32_t, int> uses;
   for (const tile::Op& op : k_.ops)
     for (ValueId v : tile::Operands(op)) ++uses[v.index];
@@ -2441,7 +2422,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   // iteration it + stages - 1.
   std::vector<std::size_t> deferred_carried;
   if (tma)
-    for (std::uint32_t id : DeferrableWgmma(loop, deferred_carried)) deferred_wgmma_.insert(id);
+    for (std::uint32_t id : schedule::DeferredProducts(k_, plan_, loop, &deferred_carried)) deferred_wgmma_.insert(id);
   // The ring's barrier protocol, for the deadlock check (schedule/protocol.h): over enough
   // iterations that every slot is reused at both parities.
   if (stages && consumer) {
@@ -2743,22 +2724,16 @@ void Emitter::EmitBody() {
 // --- warp specialization ------------------------------------------------------------------------
 
 std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
-  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
-  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured.
-  if (plan_.target != synth::Target::Sm90a || plan_.threads % 128 || (plan_.threads < 256 && min_blocks_ < 2) ||
-      plan_.threads + 128 > 1024)
-    return std::nullopt;
+  // The rule the cost model reads too (schedule::WarpSpecializable: the block's warpgroups and
+  // registers, one pipeline, a product the consumers wait for); then copies that a producer can
+  // issue alone.
   std::optional<OpId> found;
   for (OpId id : k_.body)
-    if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined) {
-      if (found) return std::nullopt;  // one pipeline
-      found = id;
-    }
+    if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined) found = id;
   if (!found) return std::nullopt;
   const tile::Op& op = k_.Get(*found);
   const auto& loop = std::get<tile::op::Loop>(op.node);
-  for (OpId id : loop.body)
-    if (std::holds_alternative<tile::op::Loop>(k_.Get(id).node)) return std::nullopt;
+  if (!schedule::WarpSpecializable(k_, plan_, loop, min_blocks_)) return std::nullopt;
   Specialized s;
   s.loop = *found;
   std::vector<OpId> copies = CopySlice(loop, s.stages);
@@ -2799,19 +2774,6 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
   int consumers = static_cast<int>(plan_.threads / 128);
   s.producer_registers = 24;
   s.consumer_registers = schedule::ConsumerRegisters(plan_.threads, min_blocks_);
-  // Consumers left under 128 registers a thread (two warpgroups a block, two blocks a
-  // multiprocessor) would spill what a producer saves; the other block's warps hide the copies
-  // instead (attention at head dim 64: 1.1-1.2x faster without a producer, H200, measured).
-  if (s.consumer_registers < 128) return std::nullopt;
-  // Only where the consumers wait for their products in the body (attention): a loop whose only
-  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
-  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
-  std::vector<std::size_t> carried;
-  std::set<std::uint32_t> deferred = DeferrableWgmma(loop, carried);
-  bool waits = false;
-  for (OpId id : loop.body)
-    waits = waits || (StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index));
-  if (!waits) return std::nullopt;
   s.ping_pong = consumers == 2 && ping_pong_;
   s.persistent = persistent_;
   s.staged = FindStaged(loop);

@@ -18,6 +18,51 @@ int ConsumerRegisters(std::int64_t threads, int blocks_per_sm) {
   return static_cast<int>(std::min<std::int64_t>(256, (512 / std::max(1, blocks_per_sm) - 24) / consumers / 8 * 8));
 }
 
+std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
+                                         const tile::op::Loop& loop, std::vector<std::size_t>* carried) {
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : kernel.ops)
+    for (tile::ValueId v : tile::Operands(op)) ++uses[v.index];
+  std::set<std::uint32_t> out;
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    tile::ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = kernel.Get(y);
+    if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
+    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
+    if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
+    if (plan.ops.at(yv.def.index).instruction.rfind("wgmma", 0) != 0) continue;
+    out.insert(yv.def.index);
+    if (carried) carried->push_back(i);
+  }
+  return out;
+}
+
+bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
+                       int blocks_per_sm) {
+  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
+  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured;
+  // with two blocks a multiprocessor it gains (docs/codegen.md, "Two blocks a multiprocessor").
+  // Consumers under 128 registers a thread (two warpgroups, two blocks) would spill what a
+  // producer saves; the other block's warps hide the copies instead (attention at head dim 64:
+  // 1.02-1.21x faster without a producer, measured).
+  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && blocks_per_sm < 2) ||
+      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, blocks_per_sm) < 128)
+    return false;
+  int pipelines = 0;
+  for (tile::OpId id : kernel.body)
+    if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
+  if (pipelines != 1) return false;
+  for (tile::OpId id : loop.body)
+    if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
+  // Only where the consumers wait for their products in the body (attention): a loop whose only
+  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
+  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
+  std::set<std::uint32_t> deferred = DeferredProducts(kernel, plan, loop);
+  for (tile::OpId id : loop.body)
+    if (plan.ops.at(id.index).instruction.rfind("wgmma", 0) == 0 && !deferred.count(id.index)) return true;
+  return false;
+}
+
 namespace {
 
 using tile::OpId;
@@ -308,17 +353,9 @@ VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const M
   return out;
 }
 
-// Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization), from the IR.
+// Codegen's rule for warp specialization, with its copies seen as the graph's loads.
 bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop, const Graph& graph) {
-  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && plan.blocks_per_sm < 2) ||
-      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, plan.blocks_per_sm) < 128)
-    return false;
-  int pipelines = 0;
-  for (OpId id : kernel.body)
-    if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
-  if (pipelines != 1) return false;
-  for (OpId id : loop.body)
-    if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
+  if (!WarpSpecializable(kernel, plan, loop, plan.blocks_per_sm)) return false;
   bool loads = false;
   for (const Node& n : graph.nodes)
     for (OpId id : n.ops)
@@ -326,23 +363,7 @@ bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile
         loads = true;
         if (!StartsWith(plan.ops[id.index].instruction, "tma")) return false;
       }
-  if (!loads) return false;
-  // A product the body waits for: a wgmma that is not a deferred accumulator (its result yielded
-  // into the carried value it accumulates, each used once).
-  std::map<std::uint32_t, int> uses;
-  for (const tile::Op& op : kernel.ops)
-    for (ValueId v : tile::Operands(op)) ++uses[v.index];
-  for (OpId id : loop.body) {
-    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(id).node);
-    if (!m || !StartsWith(plan.ops[id.index].instruction, "wgmma")) continue;
-    ValueId r = kernel.Get(id).results.at(0);
-    bool deferred = false;
-    for (std::size_t i = 0; i < loop.carried.size(); ++i)
-      if (loop.yields[i] == r && m->acc == loop.carried[i] && uses[loop.carried[i].index] == 1 && uses[r.index] == 1)
-        deferred = true;
-    if (!deferred) return true;
-  }
-  return false;
+  return loads;
 }
 
 // Codegen's rule for a staged product (codegen/device.cpp, FindStaged and FindSpecialization),

@@ -44,7 +44,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "schedule/machine.h"
 #include "synth/plan.h"
@@ -59,6 +61,21 @@ struct LoopSchedule;
 // file's share of a block (64K registers: 512 a thread over the warpgroups), up to 256, in steps of
 // 8. Codegen warp-specializes only where this is at least 128 (FindSpecialization).
 int ConsumerRegisters(std::int64_t threads, int blocks_per_sm);
+
+// The wgmma products of `loop` that only accumulate into a carried value (the product yielded as
+// the value it accumulates into, each read once: the gemm's accumulator), whose waits codegen
+// defers to the next iteration; `carried`, when given, gets their carried values' indices.
+std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
+                                         const tile::op::Loop& loop, std::vector<std::size_t>* carried = nullptr);
+
+// Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization; the cost model's
+// step 2), as far as the IR and the plan decide it: on sm_90a, a block of two or more warpgroups,
+// or of one where `blocks_per_sm` >= 2, whose consumers keep at least 128 registers a thread
+// (ConsumerRegisters), `loop` the kernel's one top-level `pipeline`, no loop in its body, and a
+// wgmma in the body that is not a deferred accumulator (the consumers wait for it: attention, not
+// the gemm). That its copies are TMA copies the callers check, each on its own view of them.
+bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
+                       int blocks_per_sm);
 
 // Step 1's inputs: sizes and scalar parameters by name (absent: the defaults above).
 struct CostInputs {

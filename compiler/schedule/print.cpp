@@ -79,7 +79,7 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
     if (loop.roles.size() == 1) out << ": every warp issues everything, thread 0 the copies";
     out << "\n";
     out << i2 << "initiation interval: " << loop.ii << " cycles, bound by " << loop.bound << "; "
-        << (loop.from_solver ? (loop.optimal ? "proved optimal" : "not proved optimal") : "today's schedule") << "\n";
+        << (loop.from_solver ? (loop.optimal ? "proved optimal" : "not proved optimal") : "the ring's schedule") << "\n";
     out << i2 << "stages: ring of " << loop.ring_stages << (loop.ring_stages == 1 ? " slot" : " slots") << " ("
         << g.stage_bytes << " bytes each), schedule depth " << loop.depth << "\n";
     for (std::size_t r = 0; r < loop.roles.size(); ++r) {
@@ -97,12 +97,12 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
       out << "\n";
     }
     for (const std::string& n : loop.notes) out << i2 << "note: " << n << "\n";
-    out << i2 << "today's schedule: II " << loop.default_ii << " cycles, ring of " << loop.default_stages
+    out << i2 << "the ring's schedule: II " << loop.default_ii << " cycles, ring of " << loop.default_stages
         << " slots (the block issues everything; a block barrier per iteration)\n";
     out << i2 << "barrier protocol (" << loop.protocol.name << ", " << loop.protocol.slots << " slots, "
         << loop.protocol.iterations << " iterations): " << loop.check.ToString() << "\n";
     if (loop.protocol.name != loop.default_protocol.name || loop.protocol.slots != loop.default_protocol.slots)
-      out << i2 << "today's protocol (" << loop.default_protocol.name << ", " << loop.default_protocol.slots
+      out << i2 << "the ring's protocol (" << loop.default_protocol.name << ", " << loop.default_protocol.slots
           << " slots, " << loop.default_protocol.iterations << " iterations): " << loop.default_check.ToString()
           << "\n";
     if (timings) out << i2 << "solver time: " << Fixed(loop.seconds * 1000, "%.1f") << " ms\n";

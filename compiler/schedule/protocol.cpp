@@ -33,7 +33,7 @@ std::string Slot(const char* name, int s) {
 
 Protocol TmaRingProtocol(int slots, int iterations, std::int64_t bytes) {
   Protocol p;
-  p.name = "today's sm_90a TMA ring";
+  p.name = "the sm_90a TMA ring";
   p.slots = slots;
   p.iterations = iterations;
   for (int s = 0; s < slots; ++s) p.barriers.push_back(Barrier{Slot("full", s), false, 1});
@@ -67,7 +67,7 @@ Protocol TmaRingProtocol(int slots, int iterations, std::int64_t bytes) {
 
 Protocol CpAsyncRingProtocol(int slots, int iterations) {
   Protocol p;
-  p.name = "today's sm_80 cp.async ring";
+  p.name = "the sm_80 cp.async ring";
   p.slots = slots;
   p.iterations = iterations;
   p.barriers.push_back(Barrier{"bar.sync 0", true, 2});

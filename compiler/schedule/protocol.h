@@ -61,7 +61,7 @@ struct ProtocolRole {
 };
 
 struct Protocol {
-  std::string name;  // "today's sm_90a TMA ring", "warp-specialized"
+  std::string name;  // "the sm_90a TMA ring", "warp-specialized"
   std::vector<Barrier> barriers;
   std::vector<ProtocolRole> roles;
   int slots = 0;

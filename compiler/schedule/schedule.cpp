@@ -582,7 +582,7 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
     } else {
       chosen = fallback;
       chosen.notes.push_back("no schedule from the solver within " + std::to_string(options.time_limit_ms) +
-                             " ms: today's schedule (the default) is used");
+                             " ms: the ring's schedule (the fallback) is used");
     }
     chosen.default_ii = fallback.ii;
     chosen.default_stages = fallback.ring_stages;

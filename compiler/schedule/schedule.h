@@ -18,7 +18,7 @@
 //   3. At the least II, minimize lexicographically: the ring's depth, the schedule's depth, the
 //      consumers' busy cycles (a copy issued by a producer frees the consumers).
 //   4. Across configurations, the least II wins, then the fewer stages, then the fewer roles.
-//   5. Without an answer within the time limit: today's schedule, with a note saying so.
+//   5. Without an answer within the time limit: the ring's schedule, with a note saying so.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +77,7 @@ struct LoopSchedule {
   int consumers = 1;            // consumer warpgroups
   bool producer = false;        // a producer warp issues the copies
   bool ping_pong = false;       // two consumers whose tensor-core work alternates
-  bool from_solver = false;     // false: today's schedule (the default)
+  bool from_solver = false;     // false: the ring's schedule (the default)
   bool optimal = false;         // proved optimal within the model (all configurations decided)
   std::int64_t length = 0;      // cycles from the first op of iteration 0 to its last result
   std::int64_t default_ii = 0;  // today's codegen's II under the same model

@@ -158,7 +158,7 @@ TEST_CASE("codegen: two blocks a multiprocessor") {
   CHECK(Has(a.device->ptx, "setmaxnreg.dec.sync.aligned.u32 24;"));
   CHECK(Has(a.device->ptx, "setmaxnreg.inc.sync.aligned.u32 232;"));
   REQUIRE(a.device->protocols.size() == 1);
-  CHECK(a.device->protocols[0].name != "today's sm_90a TMA ring");
+  CHECK(a.device->protocols[0].name != "the sm_90a TMA ring");
   // Two warpgroups (the stdlib's head dim 64, 128 rows a block) budgeted for two blocks would keep
   // (256 - 24) / 2 = 112 registers a consumer thread: no producer; the TMA ring, two blocks.
   auto stdlib = EmitFile("stdlib/attention.weft", synth::Target::Sm90a);
@@ -167,7 +167,7 @@ TEST_CASE("codegen: two blocks a multiprocessor") {
   CHECK(Has(b.device->ptx, ".minnctapersm 2"));
   CHECK_FALSE(Has(b.device->ptx, "setmaxnreg"));
   REQUIRE(b.device->protocols.size() == 1);
-  CHECK(b.device->protocols[0].name == "today's sm_90a TMA ring");
+  CHECK(b.device->protocols[0].name == "the sm_90a TMA ring");
   CHECK_FALSE(Has(Find(stdlib, "attention_d128").device->ptx, ".minnctapersm"));
   // Where four stages leave room for a second block already, nothing changes (the simulator's
   // attention64 takes keys in blocks of 64).
@@ -207,7 +207,7 @@ TEST_CASE("codegen: which kernels are warp-specialized") {
   const Emitted& g = Find(gemm, "gemm_bf16");
   CHECK(g.device->threads == 256);
   REQUIRE(g.device->protocols.size() == 1);
-  CHECK(g.device->protocols[0].name == "today's sm_90a TMA ring");
+  CHECK(g.device->protocols[0].name == "the sm_90a TMA ring");
   Options off;
   off.warp_specialize = false;
   auto plain = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
@@ -215,12 +215,12 @@ TEST_CASE("codegen: which kernels are warp-specialized") {
   CHECK(a.device->threads == 256);
   CHECK_FALSE(Has(a.device->ptx, "setmaxnreg"));
   REQUIRE(a.device->protocols.size() == 1);
-  CHECK(a.device->protocols[0].name == "today's sm_90a TMA ring");
+  CHECK(a.device->protocols[0].name == "the sm_90a TMA ring");
   auto sm80 = EmitFile("stdlib/attention.weft", synth::Target::Sm80);
   const Emitted& b = Find(sm80, "attention_d128");
   CHECK(b.device->threads == 256);
   REQUIRE(b.device->protocols.size() == 1);
-  CHECK(b.device->protocols[0].name == "today's sm_80 cp.async ring");
+  CHECK(b.device->protocols[0].name == "the sm_80 cp.async ring");
 }
 
 TEST_CASE("codegen: the protocol of every ring as emitted is deadlock-free on both targets") {

@@ -265,7 +265,7 @@ TEST_CASE("schedule of attention_d128 on sm_90a has FlashAttention-3's structure
   CheckValid(l, 227 * 1024);
 }
 
-TEST_CASE("schedule: without an answer in the time limit today's schedule and a note") {
+TEST_CASE("schedule: without an answer in the time limit the ring's schedule and a note") {
   auto c = Cached("stdlib/attention.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "attention_d128");
   Options options;
@@ -279,9 +279,9 @@ TEST_CASE("schedule: without an answer in the time limit today's schedule and a 
   CHECK(l.ring_stages == l.graph.plan_stages);
   CHECK(l.ii == l.default_ii);
   REQUIRE(l.notes.size() == 1);
-  CHECK(l.notes[0].find("today's schedule (the default) is used") != std::string::npos);
-  CHECK(l.protocol.name == "today's sm_90a TMA ring");
-  CHECK(Print(s, false).find("today's schedule") != std::string::npos);
+  CHECK(l.notes[0].find("the ring's schedule (the fallback) is used") != std::string::npos);
+  CHECK(l.protocol.name == "the sm_90a TMA ring");
+  CHECK(Print(s, false).find("the ring's schedule") != std::string::npos);
 }
 
 TEST_CASE("barrier protocols of every stdlib kernel on both targets cannot deadlock") {
