@@ -79,7 +79,8 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
     if (loop.roles.size() == 1) out << ": every warp issues everything, thread 0 the copies";
     out << "\n";
     out << i2 << "initiation interval: " << loop.ii << " cycles, bound by " << loop.bound << "; "
-        << (loop.from_solver ? (loop.optimal ? "proved optimal" : "not proved optimal") : "the ring's schedule") << "\n";
+        << (loop.from_solver ? (loop.optimal ? "proved optimal" : "not proved optimal") : "the ring's schedule")
+        << "\n";
     out << i2 << "stages: ring of " << loop.ring_stages << (loop.ring_stages == 1 ? " slot" : " slots") << " ("
         << g.stage_bytes << " bytes each), schedule depth " << loop.depth << "\n";
     for (std::size_t r = 0; r < loop.roles.size(); ++r) {
