@@ -42,9 +42,10 @@ bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, cons
   // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
   // producer's registers are the consumers' at launch: half the blocks an SM holds), measured;
   // with two blocks a multiprocessor it gains (docs/codegen.md, "Two blocks a multiprocessor").
-  // Consumers under 128 registers a thread (two warpgroups, two blocks) would spill what a
-  // producer saves; the other block's warps hide the copies instead (attention at head dim 64:
-  // 1.02-1.21x faster without a producer, measured).
+  // Consumers under 128 registers a thread (two warpgroups, two blocks: 112) would not hold
+  // attention's two 64 x 128 f32 tiles and its operands; the other block's warps hide the copies
+  // instead (attention at head dim 64 so: 1.02-1.21x faster than 64 rows a block of one
+  // warpgroup with a producer, measured; with a producer at 112 registers, not measured).
   if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && blocks_per_sm < 2) ||
       plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, blocks_per_sm) < 128)
     return false;
