@@ -18,52 +18,6 @@ int ConsumerRegisters(std::int64_t threads, int blocks_per_sm) {
   return static_cast<int>(std::min<std::int64_t>(256, (512 / std::max(1, blocks_per_sm) - 24) / consumers / 8 * 8));
 }
 
-std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
-                                         const tile::op::Loop& loop, std::vector<std::size_t>* carried) {
-  std::map<std::uint32_t, int> uses;
-  for (const tile::Op& op : kernel.ops)
-    for (tile::ValueId v : tile::Operands(op)) ++uses[v.index];
-  std::set<std::uint32_t> out;
-  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
-    tile::ValueId c = loop.carried[i], y = loop.yields.at(i);
-    const tile::Value& yv = kernel.Get(y);
-    if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
-    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
-    if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
-    if (plan.ops.at(yv.def.index).instruction.rfind("wgmma", 0) != 0) continue;
-    out.insert(yv.def.index);
-    if (carried) carried->push_back(i);
-  }
-  return out;
-}
-
-bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
-                       int blocks_per_sm) {
-  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
-  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured;
-  // with two blocks a multiprocessor it gains (docs/codegen.md, "Two blocks a multiprocessor").
-  // Consumers under 128 registers a thread (two warpgroups, two blocks: 112) would not hold
-  // attention's two 64 x 128 f32 tiles and its operands; the other block's warps hide the copies
-  // instead (attention at head dim 64 so: 1.02-1.21x faster than 64 rows a block of one
-  // warpgroup with a producer, measured; with a producer at 112 registers, not measured).
-  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && blocks_per_sm < 2) ||
-      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, blocks_per_sm) < 128)
-    return false;
-  int pipelines = 0;
-  for (tile::OpId id : kernel.body)
-    if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
-  if (pipelines != 1) return false;
-  for (tile::OpId id : loop.body)
-    if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
-  // Only where the consumers wait for their products in the body (attention): a loop whose only
-  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
-  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
-  std::set<std::uint32_t> deferred = DeferredProducts(kernel, plan, loop);
-  for (tile::OpId id : loop.body)
-    if (plan.ops.at(id.index).instruction.rfind("wgmma", 0) == 0 && !deferred.count(id.index)) return true;
-  return false;
-}
-
 namespace {
 
 using tile::OpId;
@@ -447,6 +401,52 @@ bool ReadNow(const Graph& g, int n) {
 }
 
 }  // namespace
+
+std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
+                                         const tile::op::Loop& loop, std::vector<std::size_t>* carried) {
+  std::map<std::uint32_t, int> uses;
+  for (const tile::Op& op : kernel.ops)
+    for (tile::ValueId v : tile::Operands(op)) ++uses[v.index];
+  std::set<std::uint32_t> out;
+  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
+    tile::ValueId c = loop.carried[i], y = loop.yields.at(i);
+    const tile::Value& yv = kernel.Get(y);
+    if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
+    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
+    if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
+    if (!StartsWith(plan.ops.at(yv.def.index).instruction, "wgmma")) continue;
+    out.insert(yv.def.index);
+    if (carried) carried->push_back(i);
+  }
+  return out;
+}
+
+bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
+                       int blocks_per_sm) {
+  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
+  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured;
+  // with two blocks a multiprocessor it gains (docs/codegen.md, "Two blocks a multiprocessor").
+  // Consumers under 128 registers a thread (two warpgroups, two blocks: 112) would not hold
+  // attention's two 64 x 128 f32 tiles and its operands; the other block's warps hide the copies
+  // instead (attention at head dim 64 so: 1.02-1.21x faster than 64 rows a block of one
+  // warpgroup with a producer, measured; with a producer at 112 registers, not measured).
+  if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && blocks_per_sm < 2) ||
+      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, blocks_per_sm) < 128)
+    return false;
+  int pipelines = 0;
+  for (tile::OpId id : kernel.body)
+    if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
+  if (pipelines != 1) return false;
+  for (tile::OpId id : loop.body)
+    if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
+  // Only where the consumers wait for their products in the body (attention): a loop whose only
+  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
+  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
+  std::set<std::uint32_t> deferred = DeferredProducts(kernel, plan, loop);
+  for (tile::OpId id : loop.body)
+    if (StartsWith(plan.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index)) return true;
+  return false;
+}
 
 Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
                    const Machine& machine, const CostInputs& inputs) {

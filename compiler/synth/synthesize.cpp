@@ -1006,7 +1006,7 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
   // registers would not fit). Attention at head dim 64, on an H200: 64 query rows a block of one
   // warpgroup, 1.03-1.10x faster causal than one block of 128 rows
   // (bench/results/2026-11-26-h200-tma-store.md); 128 rows a block of two warpgroups without a
-  // producer, 1.08-1.22x faster again (bench/results/2026-11-27-h100-d64-two-blocks.md).
+  // producer, 1.02-1.21x faster than 64 rows (bench/results/2026-11-27-h100-d64-two-blocks.md).
   const std::int64_t reserve = (kernel_.threads == 128 ? 1024 + 16 + 2 * 8 * 8 : 8 * 8) + 1024;
   auto two_fit = [&](int s) { return 2 * (total(s) + reserve) <= 228 * 1024; };
   if (target_ == Target::Sm90a && (kernel_.threads == 128 || kernel_.threads == 256) && pipelined && !options_.stages &&
