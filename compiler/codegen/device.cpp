@@ -43,6 +43,7 @@
 #include "codegen/nvptx.h"
 #include "layout/atoms.h"
 #include "schedule/cost.h"
+#include "schedule/schedule.h"
 
 namespace weft::codegen {
 
@@ -341,6 +342,7 @@ class Emitter {
   // empty mbarrier, where `live` (or always).
   void Release(int stages, llvm::Value* done, llvm::Value* live);
   std::optional<Specialized> FindSpecialization();
+  bool SolverWantsProducer(OpId loop) const;  // the schedule of `loop` (schedule::Build) has a producer
   // The kernel's body; twice when a pipeline's body reads a bool parameter (EmitBody).
   void EmitBody();
   void EmitSpecialized();
@@ -2724,9 +2726,9 @@ void Emitter::EmitBody() {
 // --- warp specialization ------------------------------------------------------------------------
 
 std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
-  // The rule the cost model reads too (schedule::WarpSpecializable: the block's warpgroups and
-  // registers, one pipeline, a product the consumers wait for); then copies that a producer can
-  // issue alone.
+  // What codegen can lower (schedule::WarpSpecializable: the block's warpgroups, one pipeline,
+  // products in it; then copies that a producer can issue alone), and where it can, what the
+  // solver's schedule says: a producer warpgroup only where it shortens the initiation interval.
   std::optional<OpId> found;
   for (OpId id : k_.body)
     if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined) found = id;
@@ -2769,6 +2771,7 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
     if (prelude.count(id.index)) s.prelude.push_back(id);
   }
   if (s.prelude.size() != prelude.size()) return std::nullopt;  // defined after the loop or nested
+  if (!SolverWantsProducer(*found)) return std::nullopt;
   // Registers: the producer keeps 24 (FlashAttention-3's split); the consumer warpgroups share the
   // rest of the file (64K registers: 512 a thread over the warpgroups), up to 256 a thread.
   int consumers = static_cast<int>(plan_.threads / 128);
@@ -2780,6 +2783,18 @@ std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
   // The zeroed block must fit beside the tiles and mbarriers.
   if (s.staged && MbarrierOffset() + (2 * s.stages + 1) * 8 + 16 + 1024 > 227 * 1024) s.staged.reset();
   return s;
+}
+
+bool Emitter::SolverWantsProducer(OpId loop) const {
+  schedule::Options options;
+  options.blocks_per_sm = std::max(1, min_blocks_);
+  // Z3's resource limit ends each question, deterministically: the same kernel always gets the
+  // same schedule. The time limit only bounds a runaway (then the ring, and the answer says so).
+  options.time_limit_ms = 60'000;
+  schedule::Schedule schedule = schedule::Build(k_, plan_, options);
+  for (const schedule::LoopSchedule& l : schedule.loops)
+    if (l.graph.loop == loop) return l.producer;
+  return false;
 }
 
 void Emitter::EmitSpecialized() {

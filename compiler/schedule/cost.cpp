@@ -308,19 +308,6 @@ VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const M
   return out;
 }
 
-// Codegen's rule for warp specialization, with its copies seen as the graph's loads.
-bool Specialized(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop, const Graph& graph) {
-  if (!WarpSpecializable(kernel, plan, loop, plan.blocks_per_sm)) return false;
-  bool loads = false;
-  for (const Node& n : graph.nodes)
-    for (OpId id : n.ops)
-      if (n.kind == NodeKind::kLoad) {
-        loads = true;
-        if (!StartsWith(plan.ops[id.index].instruction, "tma")) return false;
-      }
-  return loads;
-}
-
 // Codegen's rule for a staged product (codegen/device.cpp, FindStaged and FindSpecialization),
 // from the IR: in a warp-specialized loop with no deferred accumulator, a wgmma whose result is
 // yielded as carried value `c` and read by nothing else, accumulating into something computed from
@@ -423,29 +410,32 @@ std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth
 
 bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
                        int blocks_per_sm) {
-  // One consumer warpgroup gains nothing from a producer of its own and loses occupancy (the
-  // producer's registers are the consumers' at launch: half the blocks an SM holds), measured;
-  // with two blocks a multiprocessor it gains (docs/codegen.md, "Two blocks a multiprocessor").
-  // Consumers under 128 registers a thread (two warpgroups, two blocks: 112) would not hold
-  // attention's two 64 x 128 f32 tiles and its operands; the other block's warps hide the copies
-  // instead (attention at head dim 64 so: 1.02-1.21x faster than 64 rows a block of one
-  // warpgroup with a producer, measured; with a producer at 112 registers, not measured).
   if (plan.target != synth::Target::Sm90a || plan.threads % 128 || (plan.threads < 256 && blocks_per_sm < 2) ||
-      plan.threads + 128 > 1024 || ConsumerRegisters(plan.threads, blocks_per_sm) < 128)
+      plan.threads + 128 > 1024)
     return false;
   int pipelines = 0;
   for (tile::OpId id : kernel.body)
     if (const auto* l = std::get_if<tile::op::Loop>(&kernel.Get(id).node); l && l->pipelined) ++pipelines;
   if (pipelines != 1) return false;
-  for (tile::OpId id : loop.body)
+  bool product = false;
+  for (tile::OpId id : loop.body) {
     if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
-  // Only where the consumers wait for their products in the body (attention): a loop whose only
-  // product is a deferred accumulator (the gemm) already overlaps its copies and products, and was
-  // measured 1-3% slower with a producer (bench/results/2026-11-26-h200-warp-specialized.md).
-  std::set<std::uint32_t> deferred = DeferredProducts(kernel, plan, loop);
-  for (tile::OpId id : loop.body)
-    if (StartsWith(plan.ops.at(id.index).instruction, "wgmma") && !deferred.count(id.index)) return true;
-  return false;
+    product = product || StartsWith(plan.ops.at(id.index).instruction, "wgmma");
+  }
+  return product;
+}
+
+bool ProducerLowerable(const tile::Kernel& kernel, const synth::Plan& plan, const Graph& graph, int blocks_per_sm) {
+  const auto& loop = std::get<tile::op::Loop>(kernel.Get(graph.loop).node);
+  if (!WarpSpecializable(kernel, plan, loop, blocks_per_sm)) return false;
+  bool loads = false;
+  for (const Node& n : graph.nodes)
+    for (OpId id : n.ops)
+      if (n.kind == NodeKind::kLoad) {
+        loads = true;
+        if (!StartsWith(plan.ops[id.index].instruction, "tma")) return false;
+      }
+  return loads;
 }
 
 Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
@@ -540,7 +530,7 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   p.flops *= total_trips * scale;
 
   // 2. What the loop lowers to.
-  bool specialized = Specialized(kernel, plan, l, g);
+  bool specialized = loop.producer;
   int consumers = static_cast<int>(plan.threads / 128);
   bool tma = false;
   for (const Node& n : g.nodes)

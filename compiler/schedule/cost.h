@@ -7,10 +7,9 @@
 //      given is 4096 (16 for one that only indexes leading axes, such as attention's `bh`), a scalar
 //      0 or false. The grid's blocks are evaluated at those values, and the loop's trip count for
 //      each block (its bound may read block indices: causal attention's `minimum (i + 1) (t / 128)`).
-//   2. What the loop lowers to (codegen's FindSpecialization and FindStaged rules, repeated here):
-//      on sm_90a, a kernel of two or more warpgroups whose one top-level `pipeline` of TMA copies
-//      waits for a product in its body is warp-specialized: a producer warpgroup, and consumer
-//      warpgroups that take turns at the tensor cores when there are two (ping-pong, codegen's
+//   2. What the loop lowers to: the solver's roles, as codegen lowers them (its FindStaged rule is
+//      repeated here): a schedule with a producer is warp-specialized: a producer warpgroup, and
+//      consumer warpgroups that take turns at the tensor cores when there are two (ping-pong, codegen's
 //      default) and run in lock-step otherwise. A product whose result only goes around the loop,
 //      accumulating into something computed from the carried value (attention's `mma P V (acc *
 //      alpha)`), A in registers, B a shared tile, is staged: issued in the next iteration right after
@@ -59,8 +58,15 @@ struct LoopSchedule;
 // The registers a thread of a warp-specialized kernel's consumer warpgroups get (setmaxnreg): the
 // producer warpgroup keeps 24 (FlashAttention-3's split), the consumers share the rest of the
 // file's share of a block (64K registers: 512 a thread over the warpgroups), up to 256, in steps of
-// 8. Codegen warp-specializes only where this is at least 128 (FindSpecialization).
+// 8.
 int ConsumerRegisters(std::int64_t threads, int blocks_per_sm);
+
+// The fewest registers a consumer thread may get (the solver's register constraint, schedule.cpp):
+// a warpgroup's 64 x 128 f32 tiles and its operands spill under it. Attention at head dim 64 (two
+// warpgroups, two blocks a multiprocessor: 112 each with a producer) runs without a producer, the
+// other block's warps hiding the copies: 1.02-1.21x faster than 64 rows a block of one warpgroup
+// with a producer, measured (a producer at 112 registers was not measured).
+inline constexpr int kMinConsumerRegisters = 128;
 
 // The wgmma products of `loop` that only accumulate into a carried value (the product yielded as
 // the value it accumulates into, each read once: the gemm's accumulator), whose waits codegen
@@ -68,14 +74,21 @@ int ConsumerRegisters(std::int64_t threads, int blocks_per_sm);
 std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
                                          const tile::op::Loop& loop, std::vector<std::size_t>* carried = nullptr);
 
-// Codegen's rule for warp specialization (codegen/device.cpp, FindSpecialization; the cost model's
-// step 2), as far as the IR and the plan decide it: on sm_90a, a block of two or more warpgroups,
-// or of one where `blocks_per_sm` >= 2, whose consumers keep at least 128 registers a thread
-// (ConsumerRegisters), `loop` the kernel's one top-level `pipeline`, no loop in its body, and a
-// wgmma in the body that is not a deferred accumulator (the consumers wait for it: attention, not
-// the gemm). That its copies are TMA copies the callers check, each on its own view of them.
+// Whether codegen can lower `loop` warp-specialized (codegen/device.cpp, FindSpecialization), as far
+// as the IR and the plan decide it: on sm_90a, a block of two or more warpgroups, or of one where
+// `blocks_per_sm` >= 2 (one warpgroup alone gains nothing from a producer of its own and loses
+// occupancy, measured), `loop` the kernel's one top-level `pipeline`, no loop in its body, a wgmma
+// in it. That its copies are TMA copies the callers check, each on its own view of them; whether a
+// producer pays is the solver's answer (schedule.h: the least II, and a producer only where it
+// shortens it).
 bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
                        int blocks_per_sm);
+
+struct Graph;
+
+// WarpSpecializable for the loop of `graph`, whose loads are all TMA copies: the solver tries a
+// producer warpgroup only where this holds (schedule.cpp).
+bool ProducerLowerable(const tile::Kernel& kernel, const synth::Plan& plan, const Graph& graph, int blocks_per_sm);
 
 // Step 1's inputs: sizes and scalar parameters by name (absent: the defaults above).
 struct CostInputs {

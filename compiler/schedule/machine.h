@@ -65,6 +65,7 @@ struct Machine {
   double lone_warp_issue = 2;                    // [h100] cycles between a lone warp's instructions
   std::int64_t registers_per_sm = 65536;         // [wp]
   std::int64_t shared_per_block = 227 * 1024;    // [wp]; 163 KB for sm_80 code (synth's budget)
+  std::int64_t shared_per_sm = 228 * 1024;       // [wp] what the blocks a multiprocessor holds share
   double launch_seconds = 2e-6;                  // [est] a launch's fixed time
 };
 

@@ -94,9 +94,15 @@ struct Attempt {
 
 class Modulo {
  public:
-  Modulo(const Graph& g, const Config& c, const Options& o, std::int64_t shared_budget,
+  Modulo(const Graph& g, const Config& c, const Options& o, std::int64_t shared_budget, int blocks_per_sm,
          solver::Session* session = nullptr)
-      : g_(g), c_(c), o_(o), shared_budget_(shared_budget), session_(session), inst_(Instances(g, c, kQuantum)) {}
+      : g_(g),
+        c_(c),
+        o_(o),
+        shared_budget_(shared_budget),
+        blocks_per_sm_(blocks_per_sm),
+        session_(session),
+        inst_(Instances(g, c, kQuantum)) {}
 
   const std::vector<Instance>& instances() const { return inst_; }
 
@@ -112,10 +118,16 @@ class Modulo {
     }
   }
 
+  // The deepest ring: the slots synthesis laid out (codegen's), within the shared-memory budget.
   int MaxRing() const {
     std::int64_t room = shared_budget_ - g_.fixed_shared_bytes;
-    return static_cast<int>(std::clamp<std::int64_t>(room / (g_.stage_bytes + 16), 1, o_.max_stages));
+    int slots = std::min(o_.max_stages, std::max(LeastRing(), g_.plan_stages));
+    return static_cast<int>(std::clamp<std::int64_t>(room / (g_.stage_bytes + 16), 1, slots));
   }
+
+  // Today's ring issues `stages - 1` iterations ahead, after the wait: one slot would wait for a
+  // copy it has not issued (the deadlock check finds it). A producer warp can live with one.
+  int LeastRing() const { return c_.specialized ? 1 : 2; }
 
   // True when the dependences admit II: no cycle whose latency exceeds II times its distance
   // (Bellman-Ford for a positive cycle in latency - distance * II), and the longest chain of one
@@ -182,16 +194,16 @@ class Modulo {
       offset_.push_back(p.Var("o" + std::to_string(k), 0, ii - 1));
       stage_.push_back(p.Var("s" + std::to_string(k), 0, depth - 1));
     }
-    // Today's ring issues `stages - 1` iterations ahead, after the wait: one slot would wait for a
-    // copy it has not issued (the deadlock check finds it). A producer warp can live with one.
-    ring_ = p.Var("ring", c_.specialized ? 1 : 2, o_.max_stages);
+    ring_ = p.Var("ring", LeastRing(), std::max(LeastRing(), MaxRing()));
     // Shared memory: the ring's slots (with two 8-byte mbarriers each) and the fixed tiles.
     p.Add(LinearConstraint{{{g_.stage_bytes + 16, ring_}}, RelOp::kLe, shared_budget_ - g_.fixed_shared_bytes});
-    // Which role issues each copy (specialized only): 1 = the producer, 0 = consumer 0.
+    // Which role issues each copy (specialized only): 1 = the producer, 0 = consumer 0. A
+    // specialized configuration has its producer (without one it is the ring, codegen's other
+    // lowering); the optimizer's last objective gives it every copy it has time for.
     by_producer_.assign(inst_.size(), -1);
     int producer_exists = -1;
     if (c_.specialized) {
-      producer_exists = p.Var("producer", 0, 1);
+      producer_exists = p.Var("producer", 1, 1);
       std::vector<LinearTerm> producer_busy;
       for (std::size_t k = 0; k < inst_.size(); ++k) {
         if (!inst_[k].load) continue;
@@ -200,10 +212,13 @@ class Modulo {
         producer_busy.push_back({inst_[k].issue, by_producer_[k]});
       }
       p.Add(LinearConstraint{producer_busy, RelOp::kLe, ii});
-      // Registers: a producer warpgroup at setmaxnreg 24 and the consumers at what they need.
-      int need = ConsumerRegisters(g_, c_);
-      p.Add(
-          LinearConstraint{{{24, producer_exists}}, RelOp::kLe, 512 - static_cast<std::int64_t>(c_.consumers) * need});
+      // Registers: a producer warpgroup at setmaxnreg 24 and the consumers at what they need (at
+      // least kMinConsumerRegisters), within the block's share of the file (512 a thread of a
+      // warpgroup for one block a multiprocessor).
+      int need = std::max(ConsumerRegisters(g_, c_), kMinConsumerRegisters);
+      p.Add(LinearConstraint{{{24, producer_exists}},
+                             RelOp::kLe,
+                             512 / blocks_per_sm_ - static_cast<std::int64_t>(c_.consumers) * need});
     }
     auto time = [&](std::size_t k, std::int64_t sign) {
       return std::vector<LinearTerm>{{sign * ii, stage_[k]}, {sign, offset_[k]}};
@@ -314,6 +329,7 @@ class Modulo {
   Config c_;
   const Options& o_;
   std::int64_t shared_budget_;
+  int blocks_per_sm_;
   solver::Session* session_;
   std::vector<Instance> inst_;
   std::vector<int> offset_, stage_, by_producer_;
@@ -321,7 +337,8 @@ class Modulo {
 };
 
 // The role list of a schedule (specialized: role 0 is the producer even when no copy uses it).
-std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool specialized, const Machine& machine) {
+std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool specialized, int blocks_per_sm,
+                          const Machine& machine) {
   std::vector<Role> roles;
   if (!specialized) {
     roles.push_back(Role{"block", static_cast<int>(std::max<std::int64_t>(1, g.threads / 32)), 0, 0});
@@ -330,7 +347,8 @@ std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool special
     int producer_regs = loop.producer ? 24 : 0;
     int consumer_regs = std::max(
         need,
-        FloorTo8(std::min(255, (static_cast<int>(machine.registers_per_sm / 128) - producer_regs) / loop.consumers)));
+        FloorTo8(std::min(255, (static_cast<int>(machine.registers_per_sm / 128 / blocks_per_sm) - producer_regs) /
+                                   loop.consumers)));
     consumer_regs = std::min(consumer_regs, 240 + 8 * (loop.consumers == 1 ? 1 : 0));
     // setmaxnreg applies to whole warpgroups: the producer is a warpgroup of which one warp issues.
     roles.push_back(Role{"producer warpgroup", loop.producer ? 4 : 0, producer_regs, 0});
@@ -422,7 +440,7 @@ LoopSchedule DefaultSchedule(const Graph& g, const synth::Plan& plan, const Mach
   for (std::int64_t u : unit) ii = std::max(ii, u);
   loop.ii = std::max<std::int64_t>(1, (ii + kQuantum - 1) / kQuantum * kQuantum);  // the solver's unit
   for (Slot& s : loop.slots) s.offset = std::min(s.offset, loop.ii - 1);
-  loop.roles = RolesOf(g, loop, false, machine);
+  loop.roles = RolesOf(g, loop, false, 1, machine);
   loop.default_ii = loop.ii;
   loop.default_stages = g.plan_stages;
   Finish(loop, inst, machine);
@@ -483,14 +501,21 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
   auto per_call = [&]() {
     return static_cast<unsigned>(std::clamp<std::int64_t>(left_ms() / 2, 1, options.time_limit_ms));
   };
+  // A block's share of the multiprocessor: with two blocks, half its shared memory (less the 1 KiB
+  // the hardware keeps a block) and half its registers.
+  int blocks_per_sm = std::max(1, options.blocks_per_sm > 0 ? options.blocks_per_sm : plan.blocks_per_sm);
   std::int64_t shared_budget = plan.target == synth::Target::Sm80 ? 163 * 1024 : machine.shared_per_block;
+  if (blocks_per_sm > 1) shared_budget = std::min(shared_budget, machine.shared_per_sm / blocks_per_sm - 1024);
   for (Graph& g : BuildGraphs(kernel, plan, machine, where)) {
     auto loop_started = Clock::now();
     solver::Session session;  // one Z3 context for this loop's questions: the same answers each time
     LoopSchedule fallback = DefaultSchedule(g, plan, machine);
+    // The ring, and where codegen can lower one (ProducerLowerable), a producer warpgroup with the
+    // block's warpgroups as its consumers.
     std::vector<Config> configs{{false, 1}};
-    if (plan.target == synth::Target::Sm90a)
-      for (int c = 1; c <= options.max_consumers; ++c) configs.push_back({true, c});
+    int consumers = static_cast<int>(plan.threads / 128);
+    if (consumers <= options.max_consumers && ProducerLowerable(kernel, plan, g, blocks_per_sm))
+      configs.push_back({true, consumers});
     std::optional<LoopSchedule> best;
     bool best_stages_optimal = false;
     bool all_decided = true;
@@ -498,11 +523,11 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
     std::vector<std::pair<std::int64_t, Config>> order;
     for (const Config& config : configs) {
       if (config.specialized && ConsumerRegisters(g, config) > 240 + (config.consumers == 1 ? 8 : 0)) continue;
-      order.push_back({Modulo(g, config, options, shared_budget).MinII(), config});
+      order.push_back({Modulo(g, config, options, shared_budget, blocks_per_sm).MinII(), config});
     }
     std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [lo, config] : order) {
-      Modulo m(g, config, options, shared_budget, &session);
+      Modulo m(g, config, options, shared_budget, blocks_per_sm, &session);
       if (best && lo * kQuantum > best->ii) continue;  // cannot win
       // Probe the lower bound (often feasible: then II is proved optimal at once), then find a
       // feasible II above it by doubling the distance, then bisect. `infeasible` is the largest II
@@ -551,18 +576,13 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
       s.graph = g;
       s.from_solver = true;
       m.Read(a.values, feasible, s);
-      s.roles = RolesOf(g, s, config.specialized, machine);
+      s.roles = RolesOf(g, s, config.specialized, blocks_per_sm, machine);
       s.optimal = decided && a.status == OptimizeStatus::kOptimal;
       all_decided = all_decided && s.optimal;
       Finish(s, Instances(g, config), machine);
-      // Least II, then ring depth, then schedule depth, then the busiest consumer's issue cycles (a
-      // producer that takes the copies off the consumers wins a tie), then fewer roles.
-      auto key = [](const LoopSchedule& x) {
-        std::int64_t busiest = 0;
-        for (std::size_t r = x.roles.size() > 1 ? 1 : 0; r < x.roles.size(); ++r)
-          busiest = std::max(busiest, x.roles[r].busy);
-        return std::tuple(x.ii, x.ring_stages, x.depth, busiest, x.roles.size());
-      };
+      // Least II, then no producer (a producer warpgroup only where it shortens II: on a tie the
+      // ring keeps the block's occupancy and registers), then ring depth, then schedule depth.
+      auto key = [](const LoopSchedule& x) { return std::tuple(x.ii, x.producer, x.ring_stages, x.depth); };
       bool better = !best || key(s) < key(*best);
       if (better) {
         best_stages_optimal = a.status == OptimizeStatus::kOptimal;
@@ -577,8 +597,9 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
       bool at_bound = !order.empty() && chosen.ii <= order.front().first * kQuantum;
       chosen.optimal = (chosen.optimal && all_decided) || (at_bound && best_stages_optimal);
       if (!chosen.optimal && !all_decided)
-        chosen.notes.push_back("not every role configuration was decided within the " +
-                               std::to_string(options.time_limit_ms) + " ms limit: not proved optimal");
+        chosen.notes.push_back("not every role configuration was decided within the solver's limits (Z3's "
+                               "resource limit a question, " +
+                               std::to_string(options.time_limit_ms) + " ms in all): not proved optimal");
     } else {
       chosen = fallback;
       chosen.notes.push_back("no schedule from the solver within " + std::to_string(options.time_limit_ms) +

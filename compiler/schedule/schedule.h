@@ -7,17 +7,22 @@
 //
 // The algorithm (Twill's formulation, docs/scheduling.md "The solver"):
 //   1. Build the dependence graph of each `pipeline` (graph.h).
-//   2. For each role configuration (today's: the whole block issues everything; warp-specialized: a
-//      producer warp for the copies and 1 or 2 consumer warpgroups, the products and vector work
-//      split between them by rows), find the least initiation interval II by bisection over
-//      feasibility problems: offsets and stages of every operation instance with II fixed (then every
-//      constraint is linear), dependence latencies across iterations, each unit and each role's
-//      issuing warps busy at most once at any time modulo II, the ring's depth (stages) within the
-//      shared-memory budget and the slot-release edges, registers within the SM's file after
-//      setmaxnreg. Which role issues each copy is a solver variable.
+//   2. For each role configuration codegen can lower (the ring: the whole block issues everything;
+//      where ProducerLowerable holds, warp-specialized: a producer warpgroup for the copies and the
+//      block's warpgroups as its consumers, the products and vector work split between them by
+//      rows), find the least initiation interval II by bisection over feasibility problems: offsets
+//      and stages of every operation instance with II fixed (then every constraint is linear),
+//      dependence latencies across iterations, each unit and each role's issuing warps busy at most
+//      once at any time modulo II, the ring's depth (stages) within the block's share of shared
+//      memory and the slot-release edges, registers within the block's share of the register file
+//      after setmaxnreg (consumers at least kMinConsumerRegisters). Which role issues each copy is a
+//      solver variable.
 //   3. At the least II, minimize lexicographically: the ring's depth, the schedule's depth, the
-//      consumers' busy cycles (a copy issued by a producer frees the consumers).
-//   4. Across configurations, the least II wins, then the fewer stages, then the fewer roles.
+//      consumers' busy cycles (a copy issued by the producer frees the consumers).
+//   4. Across configurations, the least II wins; on a tie the ring (a producer only where it
+//      shortens II), then the fewer stages. Codegen lowers the winner's roles (codegen/device.cpp,
+//      FindSpecialization) with the plan's ring depth, at least the schedule's (a deeper ring only
+//      loosens the slot-release edges).
 //   5. Without an answer within the time limit: the ring's schedule, with a note saying so.
 #pragma once
 
@@ -42,7 +47,10 @@ struct Options {
   // as long as the time limit is not reached first (then the answer says so).
   unsigned rlimit = 3'000'000;
   int max_stages = 8;                // ring depth searched (shared memory bounds it too)
-  int max_consumers = 2;             // consumer warpgroups tried
+  int max_consumers = 2;             // consumer warpgroups a producer may have
+  // Blocks a multiprocessor holds (their shares of registers and shared memory bound each block's
+  // schedule); 0: the plan's (synth::Plan::blocks_per_sm), as codegen launches it.
+  int blocks_per_sm = 0;
   const Machine* machine = nullptr;  // default: H100 (the cost model's machine too)
   // The sizes and scalar parameters at which the cost model predicts the time (`weft explain
   // --size/--scalar`; cost.h, step 1): by name; a size not named is `default_size` (16 for one that
