@@ -61,7 +61,6 @@ std::string Print(const Schedule& schedule, bool timings, const std::string& ind
     bool first = true;
     int consumers = 0;
     for (const Role& r : loop.roles) {
-      if (r.warps == 0) continue;
       if (r.name.rfind("consumer", 0) == 0) {
         ++consumers;
         continue;

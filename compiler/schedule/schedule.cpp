@@ -197,28 +197,17 @@ class Modulo {
     ring_ = p.Var("ring", LeastRing(), std::max(LeastRing(), MaxRing()));
     // Shared memory: the ring's slots (with two 8-byte mbarriers each) and the fixed tiles.
     p.Add(LinearConstraint{{{g_.stage_bytes + 16, ring_}}, RelOp::kLe, shared_budget_ - g_.fixed_shared_bytes});
-    // Which role issues each copy (specialized only): 1 = the producer, 0 = consumer 0. A
-    // specialized configuration has its producer (without one it is the ring, codegen's other
-    // lowering); the optimizer's last objective gives it every copy it has time for.
-    by_producer_.assign(inst_.size(), -1);
-    int producer_exists = -1;
     if (c_.specialized) {
-      producer_exists = p.Var("producer", 1, 1);
-      std::vector<LinearTerm> producer_busy;
-      for (std::size_t k = 0; k < inst_.size(); ++k) {
-        if (!inst_[k].load) continue;
-        by_producer_[k] = p.Var("p" + std::to_string(k), 0, 1);
-        p.AddDifference(producer_exists, RelOp::kGe, by_producer_[k], 0);
-        producer_busy.push_back({inst_[k].issue, by_producer_[k]});
-      }
-      p.Add(LinearConstraint{producer_busy, RelOp::kLe, ii});
-      // Registers: a producer warpgroup at setmaxnreg 24 and the consumers at what they need (at
+      // The producer warp issues every copy, as codegen's does: at most II cycles of them.
+      std::int64_t producer_busy = 0;
+      for (const Instance& i : inst_)
+        if (i.load) producer_busy += i.issue;
+      // Registers: the producer warpgroup at setmaxnreg 24 and the consumers at what they need (at
       // least kMinConsumerRegisters), within the block's share of the file (512 a thread of a
       // warpgroup for one block a multiprocessor).
-      int need = std::max(ConsumerRegisters(g_, c_), kMinConsumerRegisters);
-      p.Add(LinearConstraint{{{24, producer_exists}},
-                             RelOp::kLe,
-                             512 / blocks_per_sm_ - static_cast<std::int64_t>(c_.consumers) * need});
+      std::int64_t need = std::max(ConsumerRegisters(g_, c_), kMinConsumerRegisters);
+      if (producer_busy > ii || 24 + c_.consumers * need > 512 / blocks_per_sm_)
+        p.Add(LinearConstraint{{}, RelOp::kLe, -1});  // no schedule with a producer
     }
     auto time = [&](std::size_t k, std::int64_t sign) {
       return std::vector<LinearTerm>{{sign * ii, stage_[k]}, {sign, offset_[k]}};
@@ -237,19 +226,14 @@ class Modulo {
       });
     }
     // Busy at most once at any time modulo II: units, and each role's issuing warps.
-    auto disjoint = [&](std::size_t a, std::int64_t da, std::size_t b, std::int64_t db, std::vector<LinearTerm> relax,
-                        std::int64_t relax_rhs) {
+    auto disjoint = [&](std::size_t a, std::int64_t da, std::size_t b, std::int64_t db) {
       int order = p.Var("x" + std::to_string(p.size()), 0, 1);
       // order 1: a then b within the window; order 0: b then a.
       auto add = [&](int first, std::int64_t d_first, int second, std::int64_t d_second, int value) {
         std::vector<LinearTerm> t1{{1, offset_[first]}, {-1, offset_[second]}};
         std::vector<LinearTerm> t2{{1, offset_[second]}, {-1, offset_[first]}};
-        for (const LinearTerm& r : relax) {
-          t1.push_back(r);
-          t2.push_back(r);
-        }
-        p.Add(LinearConstraint{t1, RelOp::kLe, -d_first + relax_rhs, order, value});
-        p.Add(LinearConstraint{t2, RelOp::kLe, ii - d_second + relax_rhs, order, value});
+        p.Add(LinearConstraint{t1, RelOp::kLe, -d_first, order, value});
+        p.Add(LinearConstraint{t2, RelOp::kLe, ii - d_second, order, value});
       };
       add(static_cast<int>(a), da, static_cast<int>(b), db, 1);
       add(static_cast<int>(b), db, static_cast<int>(a), da, 0);
@@ -262,28 +246,20 @@ class Modulo {
         for (std::size_t a = 0; a < inst_.size(); ++a)
           for (std::size_t b = a + 1; b < inst_.size(); ++b)
             if (inst_[a].occupancy[u] > 0 && inst_[b].occupancy[u] > 0)
-              disjoint(a, inst_[a].occupancy[u], b, inst_[b].occupancy[u], {}, 0);
+              disjoint(a, inst_[a].occupancy[u], b, inst_[b].occupancy[u]);
       } else {
         std::int64_t sum = 0;
         for (const Instance& i : inst_) sum += i.occupancy[u];
         if (sum > ii) p.Add(LinearConstraint{{}, RelOp::kLe, -1});  // no schedule: II below capacity
       }
     }
-    std::int64_t big = 4 * ii;
     for (std::size_t a = 0; a < inst_.size(); ++a) {
       for (std::size_t b = a + 1; b < inst_.size(); ++b) {
         if (inst_[a].issue == 0 || inst_[b].issue == 0) continue;
-        bool la = c_.specialized && inst_[a].load, lb = c_.specialized && inst_[b].load;
-        if (la && lb) continue;  // the producer's capacity is the sum above
-        if (la || lb) {
-          // A copy issued by consumer 0 shares its timeline; relaxed when the producer issues it.
-          std::size_t l = la ? a : b, other = la ? b : a;
-          if (inst_[other].role != 1) continue;
-          disjoint(a, inst_[a].issue, b, inst_[b].issue, {{-big, by_producer_[l]}}, 0);
-          continue;
-        }
+        // The producer's copies: its capacity is the sum above.
+        if (c_.specialized && (inst_[a].load || inst_[b].load)) continue;
         if (inst_[a].role != inst_[b].role) continue;
-        disjoint(a, inst_[a].issue, b, inst_[b].issue, {}, 0);
+        disjoint(a, inst_[a].issue, b, inst_[b].issue);
       }
     }
     depth_ = p.Var("depth", 1, depth);
@@ -291,10 +267,6 @@ class Modulo {
     if (optimize) {
       p.Minimize({{1, ring_}});
       p.Minimize({{1, depth_}});
-      std::vector<LinearTerm> consumer_busy;
-      for (std::size_t k = 0; k < inst_.size(); ++k)
-        if (by_producer_[k] >= 0) consumer_busy.push_back({-inst_[k].issue, by_producer_[k]});
-      if (!consumer_busy.empty()) p.Minimize(consumer_busy);
     }
     solver::OptimizeOptions options;
     options.timeout_ms = std::max(1u, timeout_ms);
@@ -309,15 +281,14 @@ class Modulo {
     loop.ring_stages = static_cast<int>(v[ring_]);
     loop.depth = static_cast<int>(v[depth_]);
     loop.consumers = c_.specialized ? c_.consumers : 1;
-    loop.producer = false;
+    loop.producer = c_.specialized;
     loop.slots.clear();
     for (std::size_t k = 0; k < inst_.size(); ++k) {
       Slot s;
       s.node = inst_[k].node;
       s.copy = inst_[k].copy;
       s.role = inst_[k].role;
-      if (by_producer_[k] >= 0) s.role = v[by_producer_[k]] ? 0 : 1;
-      if (c_.specialized && by_producer_[k] >= 0 && v[by_producer_[k]]) loop.producer = true;
+      if (c_.specialized && inst_[k].load) s.role = 0;  // the producer
       s.stage = static_cast<int>(v[stage_[k]]);
       s.offset = v[offset_[k]] * kQuantum;
       loop.slots.push_back(s);
@@ -332,11 +303,11 @@ class Modulo {
   int blocks_per_sm_;
   solver::Session* session_;
   std::vector<Instance> inst_;
-  std::vector<int> offset_, stage_, by_producer_;
+  std::vector<int> offset_, stage_;
   int ring_ = 0, depth_ = 0;
 };
 
-// The role list of a schedule (specialized: role 0 is the producer even when no copy uses it).
+// The role list of a schedule (specialized: role 0 is the producer).
 std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool specialized, int blocks_per_sm,
                           const Machine& machine) {
   std::vector<Role> roles;
@@ -344,14 +315,14 @@ std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool special
     roles.push_back(Role{"block", static_cast<int>(std::max<std::int64_t>(1, g.threads / 32)), 0, 0});
   } else {
     int need = ConsumerRegisters(g, Config{true, loop.consumers});
-    int producer_regs = loop.producer ? 24 : 0;
+    int producer_regs = 24;
     int consumer_regs = std::max(
         need,
         FloorTo8(std::min(255, (static_cast<int>(machine.registers_per_sm / 128 / blocks_per_sm) - producer_regs) /
                                    loop.consumers)));
     consumer_regs = std::min(consumer_regs, 240 + 8 * (loop.consumers == 1 ? 1 : 0));
     // setmaxnreg applies to whole warpgroups: the producer is a warpgroup of which one warp issues.
-    roles.push_back(Role{"producer warpgroup", loop.producer ? 4 : 0, producer_regs, 0});
+    roles.push_back(Role{"producer warpgroup", 4, producer_regs, 0});
     for (int c = 0; c < loop.consumers; ++c)
       roles.push_back(Role{"consumer warpgroup " + std::to_string(c), 4, consumer_regs, 0});
   }

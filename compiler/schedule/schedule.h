@@ -15,10 +15,9 @@
 //      dependence latencies across iterations, each unit and each role's issuing warps busy at most
 //      once at any time modulo II, the ring's depth (stages) within the block's share of shared
 //      memory and the slot-release edges, registers within the block's share of the register file
-//      after setmaxnreg (consumers at least kMinConsumerRegisters). Which role issues each copy is a
-//      solver variable.
-//   3. At the least II, minimize lexicographically: the ring's depth, the schedule's depth, the
-//      consumers' busy cycles (a copy issued by the producer frees the consumers).
+//      after setmaxnreg (consumers at least kMinConsumerRegisters). The producer issues every copy,
+//      as codegen's does.
+//   3. At the least II, minimize lexicographically: the ring's depth, then the schedule's depth.
 //   4. Across configurations, the least II wins; on a tie the ring (a producer only where it
 //      shortens II), then the fewer stages. Codegen lowers the winner's roles (codegen/device.cpp,
 //      FindSpecialization) with the plan's ring depth, at least the schedule's (a deeper ring only

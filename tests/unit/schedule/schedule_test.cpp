@@ -288,6 +288,8 @@ TEST_CASE("schedule of attention_d128 on sm_90a has FlashAttention-3's structure
   CHECK(l.protocol.name == "warp-specialized");
   CHECK(l.check.deadlock_free);
   CheckValid(l, 227 * 1024);
+  for (const Slot& slot : l.slots)
+    if (l.graph.nodes[slot.node].kind == NodeKind::kLoad) CHECK(slot.role == 0);  // the producer issues
 }
 
 TEST_CASE("schedule: without an answer in the time limit the ring's schedule and a note") {
