@@ -318,8 +318,8 @@ std::vector<Role> RolesOf(const Graph& g, const LoopSchedule& loop, bool special
     int producer_regs = 24;
     int consumer_regs = std::max(
         need,
-        FloorTo8(std::min(255, (static_cast<int>(machine.registers_per_sm / 128 / blocks_per_sm) - producer_regs) /
-                                   loop.consumers)));
+        FloorTo8(std::min(
+            255, (static_cast<int>(machine.registers_per_sm / 128 / blocks_per_sm) - producer_regs) / loop.consumers)));
     consumer_regs = std::min(consumer_regs, 240 + 8 * (loop.consumers == 1 ? 1 : 0));
     // setmaxnreg applies to whole warpgroups: the producer is a warpgroup of which one warp issues.
     roles.push_back(Role{"producer warpgroup", 4, producer_regs, 0});
@@ -568,9 +568,10 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
       bool at_bound = !order.empty() && chosen.ii <= order.front().first * kQuantum;
       chosen.optimal = (chosen.optimal && all_decided) || (at_bound && best_stages_optimal);
       if (!chosen.optimal && !all_decided)
-        chosen.notes.push_back("not every role configuration was decided within the solver's limits (Z3's "
-                               "resource limit a question, " +
-                               std::to_string(options.time_limit_ms) + " ms in all): not proved optimal");
+        chosen.notes.push_back(
+            "not every role configuration was decided within the solver's limits (Z3's "
+            "resource limit a question, " +
+            std::to_string(options.time_limit_ms) + " ms in all): not proved optimal");
     } else {
       chosen = fallback;
       chosen.notes.push_back("no schedule from the solver within " + std::to_string(options.time_limit_ms) +

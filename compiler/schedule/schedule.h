@@ -45,8 +45,8 @@ struct Options {
   // Z3's resource limit for each call: answers depend on it, not on the machine's speed or load,
   // as long as the time limit is not reached first (then the answer says so).
   unsigned rlimit = 3'000'000;
-  int max_stages = 8;                // ring depth searched (shared memory bounds it too)
-  int max_consumers = 2;             // consumer warpgroups a producer may have
+  int max_stages = 8;     // ring depth searched (shared memory bounds it too)
+  int max_consumers = 2;  // consumer warpgroups a producer may have
   // Blocks a multiprocessor holds (their shares of registers and shared memory bound each block's
   // schedule); 0: the plan's (synth::Plan::blocks_per_sm), as codegen launches it.
   int blocks_per_sm = 0;
