@@ -94,15 +94,9 @@ struct Attempt {
 
 class Modulo {
  public:
-  Modulo(const Graph& g, const Config& c, const Options& o, std::int64_t shared_budget, int blocks_per_sm,
+  Modulo(const Graph& g, const Config& c, const Options& o, std::int64_t shared_budget,
          solver::Session* session = nullptr)
-      : g_(g),
-        c_(c),
-        o_(o),
-        shared_budget_(shared_budget),
-        blocks_per_sm_(blocks_per_sm),
-        session_(session),
-        inst_(Instances(g, c, kQuantum)) {}
+      : g_(g), c_(c), o_(o), shared_budget_(shared_budget), session_(session), inst_(Instances(g, c, kQuantum)) {}
 
   const std::vector<Instance>& instances() const { return inst_; }
 
@@ -202,12 +196,7 @@ class Modulo {
       std::int64_t producer_busy = 0;
       for (const Instance& i : inst_)
         if (i.load) producer_busy += i.issue;
-      // Registers: the producer warpgroup at setmaxnreg 24 and the consumers at what they need (at
-      // least kMinConsumerRegisters), within the block's share of the file (512 a thread of a
-      // warpgroup for one block a multiprocessor).
-      std::int64_t need = std::max(ConsumerRegisters(g_, c_), kMinConsumerRegisters);
-      if (producer_busy > ii || 24 + c_.consumers * need > 512 / blocks_per_sm_)
-        p.Add(LinearConstraint{{}, RelOp::kLe, -1});  // no schedule with a producer
+      if (producer_busy > ii) p.Add(LinearConstraint{{}, RelOp::kLe, -1});  // no schedule with a producer
     }
     auto time = [&](std::size_t k, std::int64_t sign) {
       return std::vector<LinearTerm>{{sign * ii, stage_[k]}, {sign, offset_[k]}};
@@ -300,7 +289,6 @@ class Modulo {
   Config c_;
   const Options& o_;
   std::int64_t shared_budget_;
-  int blocks_per_sm_;
   solver::Session* session_;
   std::vector<Instance> inst_;
   std::vector<int> offset_, stage_;
@@ -493,12 +481,19 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
     // The configurations in order of their lower bounds: the first answer prunes the rest.
     std::vector<std::pair<std::int64_t, Config>> order;
     for (const Config& config : configs) {
-      if (config.specialized && ConsumerRegisters(g, config) > 240 + (config.consumers == 1 ? 8 : 0)) continue;
-      order.push_back({Modulo(g, config, options, shared_budget, blocks_per_sm).MinII(), config});
+      if (config.specialized) {
+        // Registers: the producer warpgroup at setmaxnreg 24 and the consumers at what they need (at
+        // least kMinConsumerRegisters, at most setmaxnreg's 240 for two), within the block's share of
+        // the file (512 a thread of a warpgroup, over the blocks a multiprocessor holds).
+        int need = std::max(ConsumerRegisters(g, config), kMinConsumerRegisters);
+        if (need > 240 + (config.consumers == 1 ? 8 : 0) || 24 + config.consumers * need > 512 / blocks_per_sm)
+          continue;
+      }
+      order.push_back({Modulo(g, config, options, shared_budget).MinII(), config});
     }
     std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [lo, config] : order) {
-      Modulo m(g, config, options, shared_budget, blocks_per_sm, &session);
+      Modulo m(g, config, options, shared_budget, &session);
       if (best && lo * kQuantum > best->ii) continue;  // cannot win
       // Probe the lower bound (often feasible: then II is proved optimal at once), then find a
       // feasible II above it by doubling the distance, then bisect. `infeasible` is the largest II
