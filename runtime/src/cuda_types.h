@@ -17,6 +17,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUevent = struct CUevent_st*;
 using CUstream = struct CUstream_st*;
+using CUmemoryPool = struct CUmemPoolHandle_st*;
 using cuuint32_t = std::uint32_t;
 using cuuint64_t = std::uint64_t;
 
@@ -65,5 +66,8 @@ inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+
+// CUmemPool_attribute
+inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 
 }  // namespace weft::runtime::cuda

@@ -14,14 +14,17 @@
 //    failed is reported even when nothing reads its output.
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime_internal.h"
 #include "weft/format.h"
+#include "weft/library.h"
 #include "weft/npy.h"
 #include "weft/numerics.h"
 #include "weft/random.h"
@@ -35,6 +38,7 @@ struct weft_tensor {
   bool on_device = false;
   std::uint64_t capacity = 0;  // bytes of `device`'s allocation
   bool moved = false;          // its device memory went to a later value (weft_program_buffer)
+  bool borrowed = false;       // a library call's argument: `device` is the caller's, never freed
 };
 
 namespace {
@@ -42,11 +46,21 @@ namespace {
 using weft::Dtype;
 using weft::runtime::HostTensor;
 
+// A library call in progress (weft_library_call): `load` of a parameter's name takes its argument,
+// `save` of a result's index gives that result.
+struct Call {
+  const weft_library_export* e = nullptr;
+  std::vector<weft_tensor*> inputs;   // per parameter
+  std::vector<weft_tensor*> results;  // per result; null until saved
+  bool shapes_only = false;           // WEFT_RESULTS_SHAPES: nothing is allocated, copied or launched
+};
+
 struct Program {
   std::vector<std::string> args;
   bool gpu = false;  // weft_init succeeded
   std::vector<std::unique_ptr<weft_tensor>> tensors;
   std::vector<weft_module*> modules;
+  Call* call = nullptr;
 };
 
 Program& P() {
@@ -164,25 +178,70 @@ Loaded& Load(weft_program_kernel& k) {
   return *static_cast<Loaded*>(k.loaded);
 }
 
+// `load NAME` in a library call: the argument of parameter NAME, its dtype and rank checked.
+weft_tensor* CallArgument(Call& call, const char* name, Dtype dtype, std::int32_t rank, const char* type) {
+  const weft_library_export& e = *call.e;
+  for (std::int32_t i = 0; i < e.param_count; ++i) {
+    if (std::strcmp(e.param_names[i], name) != 0) continue;
+    weft_tensor* t = call.inputs.at(static_cast<std::size_t>(i));
+    const HostTensor& h = t->host;
+    std::string why;
+    if (h.dtype != dtype) {
+      why = "its dtype is " + std::string(weft::Spelling(h.dtype)) + ", not " + std::string(weft::Spelling(dtype));
+    } else if (h.Rank() != rank) {
+      why = "its rank is " + std::to_string(h.Rank()) + ", not " + std::to_string(rank);
+    }
+    if (!why.empty()) {
+      weft::runtime::SetFailingStatus(WEFT_ERROR_SHAPE);
+      weft_failf("`%s`: parameter `%s` expects `%s` but is given %s%s: %s", e.name, name, type,
+                 std::string(weft::Spelling(h.dtype)).c_str(), weft::runtime::ShapeText(h.shape).c_str(), why.c_str());
+    }
+    return t;
+  }
+  weft_failf("internal error: `%s` has no parameter `%s`", e.name, name);
+}
+
+// Why the GPU weft_init picked does not run code built for `target`, or "".
+std::string TargetMismatch(const char* target) {
+  weft_device_info info{};
+  weft_check(weft_device_get_info(&info));
+  std::string t = target != nullptr ? target : "sm_80";
+  bool ok = t == "sm_90a" ? info.sm_major == 9 && info.sm_minor == 0 : info.sm_major >= 8;
+  if (ok) return "";
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer,
+                "this program was built for %s (`weft build --target %s`), which %s; GPU %d (%s) is sm_%d%d%s",
+                t.c_str(), t.c_str(), t == "sm_90a" ? "runs only on Hopper GPUs (sm_90)" : "needs sm_80 or newer",
+                info.index, info.name, info.sm_major, info.sm_minor,
+                t == "sm_90a" && info.sm_major >= 8 ? ": build it with `--target sm_80`" : "");
+  return buffer;
+}
+
+bool ShapesOnly() {
+  return P().call != nullptr && P().call->shapes_only;
+}
+
 }  // namespace
 
 extern "C" {
+
+void weft_program_check_failed(const char* format, ...) {
+  char buffer[4096];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format != nullptr ? format : "a run-time check failed", args);
+  va_end(args);
+  weft::runtime::SetFailingStatus(WEFT_ERROR_SHAPE);
+  weft_fail(buffer);
+}
 
 void weft_program_start(int argc, char** argv, const char* target, int uses_gpu) {
   Program& p = P();
   p.args.assign(argv, argv + argc);
   if (!uses_gpu) return;
   EnsureGpu();
-  weft_device_info info{};
-  weft_check(weft_device_get_info(&info));
-  std::string t = target != nullptr ? target : "sm_80";
-  bool ok = t == "sm_90a" ? info.sm_major == 9 && info.sm_minor == 0 : info.sm_major >= 8;
-  if (!ok) {
-    weft_failf("this program was built for %s (`weft build --target %s`), which %s; GPU %d (%s) is sm_%d%d%s",
-               t.c_str(), t.c_str(), t == "sm_90a" ? "runs only on Hopper GPUs (sm_90)" : "needs sm_80 or newer",
-               info.index, info.name, info.sm_major, info.sm_minor,
-               t == "sm_90a" && info.sm_major >= 8 ? ": build it with `--target sm_80`" : "");
-  }
+  std::string why = TargetMismatch(target);
+  if (!why.empty()) weft_fail(why.c_str());
 }
 
 void weft_program_preload(weft_program_kernel* const* kernels, int32_t count) {
@@ -219,6 +278,7 @@ weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, 
   t->host.dtype = static_cast<Dtype>(dtype);
   t->host.shape = Shape(rank, shape);
   std::uint64_t seed_bits = static_cast<std::uint64_t>(ScalarInt(seed));
+  if (ShapesOnly()) return Keep(std::move(t));
   if (kernel == nullptr || !P().gpu) {
     weft::runtime::FillRandom(t->host, seed_bits);
     t->on_host = true;
@@ -245,6 +305,7 @@ weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, 
 }
 
 weft_tensor* weft_program_load(const char* path, weft_dtype dtype, int32_t rank, const char* type) {
+  if (Call* call = P().call) return CallArgument(*call, path, static_cast<Dtype>(dtype), rank, type);
   auto read = weft::runtime::ReadNpy(path);
   if (!read) weft_fail(read.error().message.c_str());
   auto t = std::make_unique<weft_tensor>();
@@ -270,12 +331,22 @@ void weft_program_load_mismatch(const weft_tensor* tensor, const char* path, con
   const HostTensor& h = tensor->host;
   std::string want = expected_text == nullptr ? std::to_string(expected)
                                               : "`" + std::string(expected_text) + "` = " + std::to_string(expected);
+  if (const Call* call = P().call) {
+    weft::runtime::SetFailingStatus(WEFT_ERROR_SHAPE);
+    weft_failf("`%s`: parameter `%s` expects `%s` but is given %s%s: axis %d is %lld, not %s", call->e->name, path,
+               type, std::string(weft::Spelling(h.dtype)).c_str(), weft::runtime::ShapeText(h.shape).c_str(), axis,
+               static_cast<long long>(h.shape.at(static_cast<std::size_t>(axis))), want.c_str());
+  }
   weft_failf("%s: the program expects `%s` but the file holds %s%s: axis %d is %lld, not %s", path, type,
              std::string(weft::Spelling(h.dtype)).c_str(), weft::runtime::ShapeText(h.shape).c_str(), axis,
              static_cast<long long>(h.shape.at(static_cast<std::size_t>(axis))), want.c_str());
 }
 
 void weft_program_save(const char* path, weft_tensor* tensor) {
+  if (Call* call = P().call) {
+    call->results.at(static_cast<std::size_t>(std::stoi(path))) = tensor;
+    return;
+  }
   auto written = weft::runtime::WriteNpy(path, OnHost(*tensor));
   if (!written) weft_fail(written.error().message.c_str());
 }
@@ -305,6 +376,7 @@ weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* sha
   auto t = std::make_unique<weft_tensor>();
   t->host.dtype = static_cast<Dtype>(dtype);
   t->host.shape = Shape(rank, shape);
+  if (ShapesOnly()) return Keep(std::move(t));
   EnsureGpu();
   std::uint64_t bytes = Bytes(*t);
   weft_check(weft_device_alloc(&t->device, bytes));
@@ -318,9 +390,11 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
   auto t = std::make_unique<weft_tensor>();
   t->host.dtype = static_cast<Dtype>(dtype);
   t->host.shape = Shape(rank, shape);
+  if (ShapesOnly()) return Keep(std::move(t));
   EnsureGpu();
   std::uint64_t bytes = Bytes(*t);
-  if (reuse != nullptr && reuse->on_device && !reuse->moved && reuse->capacity >= bytes && reuse->device != 0) {
+  if (reuse != nullptr && reuse->on_device && !reuse->moved && !reuse->borrowed && reuse->capacity >= bytes &&
+      reuse->device != 0) {
     t->device = reuse->device;
     t->capacity = reuse->capacity;
     reuse->device = 0;
@@ -336,6 +410,7 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
 
 void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
                          const int64_t* sizes, weft_tensor* const* scalars) {
+  if (ShapesOnly()) return;
   for (int i = 0; i < 3; ++i) {
     if (grid[i] == 0) return;  // no blocks: the outputs stay zero
     if (grid[i] < 0 || grid[i] > 0x7fffffff) {
@@ -415,6 +490,215 @@ weft_tensor* weft_program_time_stop(void* mark_pointer) {
     ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - mark->start).count();
   }
   return weft_program_scalar(WEFT_DTYPE_F64, weft::runtime::EncodeFloat(Dtype::F64, ms));
+}
+
+}  // extern "C"
+
+// ---- Shared libraries (weft/library.h, docs/python.md) ----
+
+namespace {
+
+std::mutex& CallMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+weft_dl_dtype DlDtype(Dtype d) {
+  auto bits = static_cast<std::uint8_t>(weft::Bits(d));
+  switch (d) {
+    case Dtype::Bool:
+      return {6, 8, 1};
+    case Dtype::BF16:
+      return {4, 16, 1};
+    case Dtype::F16:
+    case Dtype::F32:
+    case Dtype::F64:
+      return {2, bits, 1};
+    case Dtype::F8E4M3:
+      return {10, 8, 1};
+    case Dtype::F8E5M2:
+      return {12, 8, 1};
+    case Dtype::U4:
+    case Dtype::U8:
+    case Dtype::U16:
+    case Dtype::U32:
+    case Dtype::U64:
+      return {1, bits, 1};
+    default:
+      return {0, bits, 1};
+  }
+}
+
+// A result handed to the caller: its shape, and the memory it owns (host bytes, or a stream-ordered
+// device allocation freed on the call's stream).
+struct Managed {
+  weft_dl_managed_tensor dl{};
+  std::vector<std::int64_t> shape;
+  std::vector<std::uint8_t> host;
+  weft_device_ptr device = 0;
+  void* stream = nullptr;
+};
+
+void DeleteManaged(weft_dl_managed_tensor* self) {
+  if (self == nullptr) return;
+  auto* m = static_cast<Managed*>(self->manager_ctx);
+  if (m->device != 0) weft::runtime::FreeOnStream(m->device, m->stream);  // a deleter cannot report
+  delete m;
+}
+
+// Result `t` of a call as a DLPack tensor. On the GPU the result's own buffer is handed over (the
+// data the kernel wrote: no copy), unless the caller owns it (an argument returned as it is) or an
+// earlier result took it; then it is copied on the stream.
+weft_dl_managed_tensor* MakeResult(weft_tensor& t, weft_library_results where, void* stream,
+                                   std::vector<std::pair<weft_tensor*, weft_device_ptr>>& taken) {
+  auto m = std::make_unique<Managed>();
+  m->shape = t.host.shape;
+  m->stream = stream;
+  weft_dl_tensor& dl = m->dl.dl_tensor;
+  dl.device = {1, 0};
+  if (where == WEFT_RESULTS_HOST) {
+    m->host = OnHost(t).bytes;
+    dl.data = m->host.data();
+  } else if (where == WEFT_RESULTS_DEVICE) {
+    const std::uint64_t bytes = Bytes(t);
+    weft_device_ptr source = 0;
+    for (const auto& [tensor, device] : taken)
+      if (tensor == &t) source = device;
+    if (source == 0) source = OnDevice(t);
+    if (t.borrowed || t.device != source || t.capacity == 0) {
+      weft_check(weft_device_alloc(&m->device, bytes));
+      weft_check(weft::runtime::CopyOnStream(m->device, source, bytes));
+    } else {
+      m->device = t.device;  // handed over: the call's clean-up does not free it
+      t.device = 0;
+      t.on_device = false;
+      t.moved = true;
+      taken.emplace_back(&t, m->device);
+    }
+    weft_device_info info{};
+    weft_check(weft_device_get_info(&info));
+    dl.device = {2, info.index};
+    dl.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(m->device));
+  }
+  dl.ndim = static_cast<std::int32_t>(m->shape.size());
+  dl.dtype = DlDtype(t.host.dtype);
+  dl.shape = m->shape.data();
+  dl.strides = nullptr;
+  dl.byte_offset = 0;
+  m->dl.manager_ctx = m.get();
+  m->dl.deleter = DeleteManaged;
+  return &m.release()->dl;
+}
+
+}  // namespace
+
+extern "C" {
+
+int32_t weft_library_gpu_usable(const weft_library_export* export_) {
+  std::lock_guard<std::mutex> lock(CallMutex());
+  if (weft_init() != WEFT_OK) return 0;
+  P().gpu = true;
+  std::string why = TargetMismatch(export_ != nullptr ? export_->target : "sm_80");
+  if (!why.empty()) {
+    weft::runtime::SetError(WEFT_ERROR_NO_DEVICE, why);
+    return 0;
+  }
+  return 1;
+}
+
+weft_status weft_library_call(const weft_library_export* export_, const int64_t* args, void* stream,
+                              weft_library_results where, weft_dl_managed_tensor** results) {
+  using weft::runtime::SetError;
+  if (export_ == nullptr) return SetError(WEFT_ERROR_INVALID_ARGUMENT, "`weft_library_call`: `export_` is null");
+  const weft_library_export& e = *export_;
+  if (args == nullptr && e.param_count > 0)
+    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "`weft_library_call`: `args` is null");
+  if (results == nullptr && e.result_count > 0)
+    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "`weft_library_call`: `results` is null");
+  std::lock_guard<std::mutex> lock(CallMutex());
+  Program& p = P();
+  const std::size_t first = p.tensors.size();
+  Call call;
+  call.e = &e;
+  call.shapes_only = where == WEFT_RESULTS_SHAPES;
+  call.results.assign(static_cast<std::size_t>(e.result_count), nullptr);
+  for (std::int32_t r = 0; r < e.result_count; ++r) results[r] = nullptr;
+  weft_status status = WEFT_OK;
+  weft::runtime::SetInCall(true);
+  try {
+    // 1. The arguments: the caller's GPU memory is borrowed; host memory is copied into the tensor.
+    const std::int64_t* a = args;
+    bool gpu_arguments = false;
+    for (std::int32_t i = 0; i < e.param_count; ++i) {
+      const std::int64_t dtype = a[2], rank = a[3];
+      if (dtype < 0 || dtype > WEFT_DTYPE_F64 || rank < 0 || rank > 64 || (a[1] != 1 && a[1] != 2)) {
+        weft::runtime::SetFailingStatus(WEFT_ERROR_INVALID_ARGUMENT);
+        weft_failf("`%s`: the argument of `%s` is not a tensor weft takes (dtype %lld, rank %lld, device %lld)", e.name,
+                   e.param_names[i], static_cast<long long>(dtype), static_cast<long long>(rank),
+                   static_cast<long long>(a[1]));
+      }
+      auto t = std::make_unique<weft_tensor>();
+      t->host.dtype = static_cast<Dtype>(dtype);
+      t->host.shape = Shape(static_cast<std::int32_t>(rank), a + 4);
+      const std::uint64_t bytes = Bytes(*t);
+      auto* data = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(a[0]));
+      if (call.shapes_only) {
+        // No data: a fake tensor's shape.
+      } else if (a[1] == 2) {
+        t->device = static_cast<weft_device_ptr>(a[0]);
+        t->on_device = true;
+        t->borrowed = true;
+        t->capacity = bytes;
+        gpu_arguments = true;
+      } else {
+        t->host.bytes.assign(data, data + bytes);
+        t->on_host = true;
+      }
+      call.inputs.push_back(Keep(std::move(t)));
+      a += 4 + rank;
+    }
+    // 2. The GPU, when the call uses it: its context current here, the work on the caller's stream.
+    if (!call.shapes_only && (e.uses_gpu || gpu_arguments || where == WEFT_RESULTS_DEVICE)) {
+      EnsureGpu();
+      std::string why = TargetMismatch(e.target);
+      if (!why.empty()) {
+        weft::runtime::SetFailingStatus(WEFT_ERROR_NO_DEVICE);
+        weft_fail(why.c_str());
+      }
+      weft_check(weft::runtime::MakeCurrent());
+      weft::runtime::SetStream(stream, true);
+    }
+    // 3. The function's graph; its `save`s are the results.
+    p.call = &call;
+    e.body();
+    p.call = nullptr;
+    std::vector<std::pair<weft_tensor*, weft_device_ptr>> taken;
+    for (std::int32_t r = 0; r < e.result_count; ++r) {
+      weft_tensor* t = call.results[static_cast<std::size_t>(r)];
+      if (t == nullptr) weft_failf("internal error: `%s` did not make its result %d", e.name, r);
+      results[r] = MakeResult(*t, where, stream, taken);
+    }
+  } catch (const weft::runtime::CallFailure& failure) {
+    status = SetError(failure.status, failure.message);
+  } catch (const std::exception& x) {
+    status = SetError(WEFT_ERROR_INVALID_ARGUMENT, std::string("`") + e.name + "`: " + x.what());
+  }
+  p.call = nullptr;
+  weft::runtime::SetInCall(false);
+  if (status != WEFT_OK) {
+    for (std::int32_t r = 0; r < e.result_count; ++r) {
+      DeleteManaged(results[r]);
+      results[r] = nullptr;
+    }
+  }
+  // 4. The call's own tensors go (in stream order); the results' memory was handed over.
+  for (std::size_t i = first; i < p.tensors.size(); ++i) {
+    weft_tensor& t = *p.tensors[i];
+    if (!t.borrowed && t.device != 0) weft_device_free(t.device);
+  }
+  p.tensors.resize(first);
+  weft::runtime::SetStream(nullptr, false);
+  return status;
 }
 
 }  // extern "C"

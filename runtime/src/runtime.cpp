@@ -70,6 +70,11 @@ State& S() {
   return state;
 }
 
+// The calling thread's stream and whether its allocations are stream-ordered (runtime_internal.h).
+thread_local cuda::CUstream current_stream = nullptr;
+thread_local bool stream_ordered = false;
+bool pool_kept = false;
+
 // Calls a driver function through its table entry, or returns kMissingFunction if the driver lacks it.
 template <typename... P, typename... A>
 cuda::CUresult Call(cuda::CUresult (*const* entry)(P...), A&&... args) {
@@ -356,7 +361,8 @@ weft_status weft_device_alloc(weft_device_ptr* ptr, std::uint64_t bytes) {
   if (!S().initialized) return NotInitialized();
   if (bytes == 0) return WEFT_OK;
   cuda::CUdeviceptr p = 0;
-  cuda::CUresult r = CU(cuMemAlloc, &p, static_cast<std::size_t>(bytes));
+  cuda::CUresult r = stream_ordered ? CU(cuMemAllocAsync, &p, static_cast<std::size_t>(bytes), current_stream)
+                                    : CU(cuMemAlloc, &p, static_cast<std::size_t>(bytes));
   if (r == cuda::CUDA_ERROR_OUT_OF_MEMORY) {
     std::string message = "out of GPU memory: cannot allocate " + BytesText(bytes);
     if (bytes >= 1024) message += " (" + std::to_string(bytes) + " bytes)";
@@ -376,7 +382,7 @@ weft_status weft_device_alloc(weft_device_ptr* ptr, std::uint64_t bytes) {
 weft_status weft_device_free(weft_device_ptr ptr) {
   if (ptr == 0) return WEFT_OK;
   if (!S().initialized) return NotInitialized();
-  cuda::CUresult r = CU(cuMemFree, ptr);
+  cuda::CUresult r = stream_ordered ? CU(cuMemFreeAsync, ptr, current_stream) : CU(cuMemFree, ptr);
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot free GPU memory");
   return WEFT_OK;
 }
@@ -422,7 +428,10 @@ weft_status weft_copy_device_to_device(weft_device_ptr dst, weft_device_ptr src,
 weft_status weft_device_memset(weft_device_ptr dst, std::uint8_t value, std::uint64_t bytes) {
   if (bytes == 0) return WEFT_OK;
   if (weft_status s = CheckCopy("weft_device_memset", dst == 0, "dst")) return s;
-  cuda::CUresult r = CU(cuMemsetD8, dst, static_cast<unsigned char>(value), static_cast<std::size_t>(bytes));
+  cuda::CUresult r =
+      current_stream != nullptr || stream_ordered
+          ? CU(cuMemsetD8Async, dst, static_cast<unsigned char>(value), static_cast<std::size_t>(bytes), current_stream)
+          : CU(cuMemsetD8, dst, static_cast<unsigned char>(value), static_cast<std::size_t>(bytes));
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot set " + BytesText(bytes) + " of GPU memory");
   return WEFT_OK;
 }
@@ -547,42 +556,42 @@ weft_status weft_launch(const weft_kernel* kernel, const weft_launch_config* con
   if (!S().initialized) return NotInitialized();
   State& s = S();
   const weft_launch_config& c = *config;
-  const std::string where = "kernel `" + kernel->name + "` (" + ConfigText(c) + ")";
+  // Made only for a message: a launch of a library call is on the caller's critical path.
+  auto where = [&] { return "kernel `" + kernel->name + "` (" + ConfigText(c) + ")"; };
   static constexpr const char* kAxis[] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
     if (c.grid[i] < 1 || c.grid[i] > static_cast<std::uint32_t>(s.max_grid[i])) {
-      return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where + ": the grid's " + kAxis[i] + " of " +
+      return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where() + ": the grid's " + kAxis[i] + " of " +
                                                        std::to_string(c.grid[i]) + " is not 1 to " +
                                                        std::to_string(s.max_grid[i]));
     }
     if (c.block[i] < 1 || c.block[i] > static_cast<std::uint32_t>(s.max_block[i])) {
-      return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where + ": the block's " + kAxis[i] + " of " +
+      return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where() + ": the block's " + kAxis[i] + " of " +
                                                        std::to_string(c.block[i]) + " is not 1 to " +
                                                        std::to_string(s.max_block[i]));
     }
   }
   const std::uint64_t threads = std::uint64_t{c.block[0]} * c.block[1] * c.block[2];
   if (threads > static_cast<std::uint64_t>(kernel->max_threads)) {
-    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where + ": " + std::to_string(threads) +
+    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where() + ": " + std::to_string(threads) +
                                                      " threads a block, but the kernel allows at most " +
                                                      std::to_string(kernel->max_threads) + " on " + GpuText());
   }
   const std::uint64_t shared = std::uint64_t{c.shared_bytes} + static_cast<std::uint64_t>(kernel->static_shared);
   if (shared > static_cast<std::uint64_t>(s.info.max_shared_bytes_per_block)) {
-    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where + ": " + std::to_string(shared) +
+    return SetError(WEFT_ERROR_INVALID_ARGUMENT, "cannot launch " + where() + ": " + std::to_string(shared) +
                                                      " bytes of shared memory a block (dynamic and " +
                                                      std::to_string(kernel->static_shared) + " static), but " +
                                                      GpuText() + " allows at most " +
                                                      std::to_string(s.info.max_shared_bytes_per_block));
   }
   if (weft_status raised = RaiseDynamicShared(kernel, c.shared_bytes); raised != WEFT_OK) return raised;
-  cuda::CUresult r =
-      CU(cuLaunchKernel, kernel->handle, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
-         c.shared_bytes, static_cast<cuda::CUstream>(nullptr), args, static_cast<void**>(nullptr));
+  cuda::CUresult r = CU(cuLaunchKernel, kernel->handle, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+                        c.block[2], c.shared_bytes, current_stream, args, static_cast<void**>(nullptr));
   if (r != cuda::CUDA_SUCCESS) {
     // A fault of an earlier kernel, which the driver reports at any later call.
     if (cuda::IsKernelFault(r) && !s.pending.empty()) return KernelFault(r);
-    return SetError(WEFT_ERROR_LAUNCH, "cannot launch " + where + ": " + Text(r));
+    return SetError(WEFT_ERROR_LAUNCH, "cannot launch " + where() + ": " + Text(r));
   }
   NoteLaunch(kernel->name);
   if (s.sync_launches) return weft_synchronize();
@@ -630,7 +639,7 @@ void weft_event_destroy(weft_event* event) {
 weft_status weft_event_record(weft_event* event) {
   if (event == nullptr) return NullArgument("weft_event_record", "event");
   if (!S().initialized) return NotInitialized();
-  cuda::CUresult r = CU(cuEventRecord, event->handle, static_cast<cuda::CUstream>(nullptr));
+  cuda::CUresult r = CU(cuEventRecord, event->handle, current_stream);
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot record an event");
   event->recorded = true;
   return WEFT_OK;
@@ -712,3 +721,49 @@ weft_status weft_tensor_map_encode_tiled(weft_tensor_map* map, weft_tma_dtype dt
 }
 
 }  // extern "C"
+
+// ---- Streams (runtime_internal.h) ----
+
+void weft::runtime::SetStream(void* stream, bool ordered) {
+  current_stream = static_cast<cuda::CUstream>(stream);
+  stream_ordered = ordered;
+  if (ordered && !pool_kept && S().initialized) {
+    // Freed stream-ordered memory stays in the pool for the next call instead of going back to the
+    // driver at each synchronization (cudaMallocAsync's advice for allocators that free often).
+    pool_kept = true;
+    cuda::CUmemoryPool pool = nullptr;
+    std::uint64_t keep = ~std::uint64_t{0};
+    if (CU(cuDeviceGetDefaultMemPool, &pool, S().device) == cuda::CUDA_SUCCESS)
+      CU(cuMemPoolSetAttribute, pool, cuda::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&keep));
+  }
+}
+
+void* weft::runtime::CurrentStream() {
+  return current_stream;
+}
+
+weft_status weft::runtime::FreeOnStream(weft_device_ptr ptr, void* stream) {
+  if (ptr == 0) return WEFT_OK;
+  if (!S().initialized) return NotInitialized();
+  if (weft_status s = MakeCurrent()) return s;
+  cuda::CUresult r = CU(cuMemFreeAsync, ptr, static_cast<cuda::CUstream>(stream));
+  if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot free GPU memory");
+  return WEFT_OK;
+}
+
+weft_status weft::runtime::CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes) {
+  if (bytes == 0) return WEFT_OK;
+  if (weft_status s = CheckCopy("weft_copy_device_to_device", dst == 0 || src == 0, dst == 0 ? "dst" : "src")) {
+    return s;
+  }
+  cuda::CUresult r = CU(cuMemcpyDtoDAsync, dst, src, static_cast<std::size_t>(bytes), current_stream);
+  if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot copy " + BytesText(bytes) + " on the GPU");
+  return WEFT_OK;
+}
+
+weft_status weft::runtime::MakeCurrent() {
+  if (!S().initialized) return NotInitialized();
+  cuda::CUresult r = CU(cuCtxSetCurrent, S().context);
+  if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot make the GPU's context current");
+  return WEFT_OK;
+}

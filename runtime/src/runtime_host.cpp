@@ -74,6 +74,20 @@ std::string BytesText(std::uint64_t bytes) {
   return s + " " + kUnits[unit];
 }
 
+namespace {
+thread_local bool in_call = false;
+thread_local weft_status failing_status = WEFT_ERROR_LAUNCH;
+}  // namespace
+
+void SetInCall(bool call) {
+  in_call = call;
+  failing_status = WEFT_ERROR_LAUNCH;
+}
+
+void SetFailingStatus(weft_status status) {
+  failing_status = status;
+}
+
 }  // namespace weft::runtime
 
 using weft::Dtype;
@@ -88,6 +102,10 @@ const char* weft_last_error(void) {
 }
 
 void weft_fail(const char* message) {
+  if (weft::runtime::in_call) {
+    std::string text = message != nullptr && *message != '\0' ? message : "unknown error";
+    throw weft::runtime::CallFailure{weft::runtime::failing_status, std::move(text)};
+  }
   std::fflush(stdout);
   std::fprintf(stderr, "weft: error: %s\n", message != nullptr && *message != '\0' ? message : "unknown error");
   std::fflush(stderr);
@@ -104,7 +122,9 @@ void weft_failf(const char* format, ...) {
 }
 
 void weft_check(weft_status status) {
-  if (status != WEFT_OK) weft_fail(weft_last_error());
+  if (status == WEFT_OK) return;
+  weft::runtime::SetFailingStatus(status);
+  weft_fail(weft_last_error());
 }
 
 weft_status weft_host_tensor_create(weft_host_tensor** tensor, weft_dtype dtype, int rank, const int64_t* shape) {

@@ -15,4 +15,31 @@ weft_status SetError(weft_status status, std::string message);
 // "0 bytes", "1 KiB", "78.8 GiB", "1 PiB": a size for messages, one decimal at most.
 std::string BytesText(std::uint64_t bytes);
 
+// ---- Calls of a shared library's exports (program.cpp's weft_library_call, docs/python.md) ----
+
+// While a library call runs on this thread, weft_fail throws this instead of ending the process,
+// and weft_library_call returns it as its status and message. The generated host code between the
+// two has unwind tables (codegen/host.cpp) and holds nothing to clean up: tensors are the runtime's.
+struct CallFailure {
+  weft_status status;
+  std::string message;
+};
+void SetInCall(bool in_call);
+// The status the next weft_fail of a library call reports (weft_check sets the failed call's;
+// weft_program_check_failed WEFT_ERROR_SHAPE); WEFT_ERROR_LAUNCH when nothing set one.
+void SetFailingStatus(weft_status status);
+
+// The CUDA stream (a CUstream; null: the default stream) that the calling thread's launches, memsets
+// and event records go to, and with `stream_ordered` its allocations and frees too
+// (cuMemAllocAsync/cuMemFreeAsync from the device's default pool, which SetStream tells to keep freed
+// memory for reuse). A library call sets the caller's stream for its duration.
+void SetStream(void* stream, bool stream_ordered);
+void* CurrentStream();
+// Frees `ptr` (a stream-ordered allocation) in the order of `stream`: a DLPack deleter's free.
+weft_status FreeOnStream(weft_device_ptr ptr, void* stream);
+// A device-to-device copy on the current stream.
+weft_status CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes);
+// Makes the GPU's context current on the calling thread (a library may be called from any thread).
+weft_status MakeCurrent();
+
 }  // namespace weft::runtime

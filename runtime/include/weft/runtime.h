@@ -50,7 +50,8 @@ typedef enum weft_status {
   WEFT_ERROR_MODULE = 6,           /* a PTX or cubin image the driver rejects, or a kernel not in it */
   WEFT_ERROR_LAUNCH = 7,           /* a launch the driver refuses, or a kernel that failed while running */
   WEFT_ERROR_DRIVER = 8,           /* any other error the driver reports */
-  WEFT_ERROR_IO = 9                /* a `.npy` file that cannot be read or written */
+  WEFT_ERROR_IO = 9,               /* a `.npy` file that cannot be read or written */
+  WEFT_ERROR_SHAPE = 10            /* a library call's tensor that its parameter's type, or a `where` fact, refuses */
 } weft_status;
 
 /* The message of the calling thread's last failure ("" if none). Valid until its next failure. */
@@ -335,6 +336,9 @@ int weft_program_end(void);
 weft_tensor* weft_program_scalar(weft_dtype dtype, uint64_t bits);
 /* The extent of axis `axis`. */
 int64_t weft_program_dim(const weft_tensor* tensor, int32_t axis);
+/* A run-time check of the generated code failed (a `where` fact, a kernel's inputs): weft_failf,
+ * and in a library call (weft/library.h) a WEFT_ERROR_SHAPE failure. */
+WEFT_NORETURN void weft_program_check_failed(const char* format, ...) WEFT_PRINTF_FORMAT(1, 2);
 /* `random shape seed` (`seed` an integer scalar). `kernel` is the dtype's `weft_random_<dtype>`
  * kernel (docs/runtime.md, "On the GPU"), or null: when the program uses the GPU and `kernel` is not
  * null, the tensor is made on the GPU by the kernel (entry parameters: the address, the element

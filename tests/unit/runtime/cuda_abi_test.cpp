@@ -48,6 +48,8 @@ static_assert(w::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_INFO_LOG_BUFFER_S
 static_assert(w::CU_JIT_ERROR_LOG_BUFFER == ::CU_JIT_ERROR_LOG_BUFFER);
 static_assert(w::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 static_assert(w::CU_EVENT_DEFAULT == ::CU_EVENT_DEFAULT);
+static_assert(w::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD == ::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
+static_assert(sizeof(w::CUmemoryPool) == sizeof(::CUmemoryPool));
 
 // weft_tma_* are CUDA's values.
 #define WEFT_SAME(a, b) static_assert(static_cast<int>(a) == static_cast<int>(b), #a " is " #b)

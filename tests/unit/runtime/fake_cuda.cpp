@@ -198,6 +198,30 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
   std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)));
   return 0;
 }
+// Stream-ordered memory: as the plain calls (one "stream": everything is synchronous here).
+CUresult cuMemAllocAsync(unsigned long long* ptr, std::size_t bytes, void*) {
+  return cuMemAlloc_v2(ptr, bytes);
+}
+CUresult cuMemFreeAsync(unsigned long long ptr, void*) {
+  return cuMemFree_v2(ptr);
+}
+CUresult cuMemsetD8Async(unsigned long long dst, unsigned char value, std::size_t count, void*) {
+  std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), value, count);
+  return 0;
+}
+CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, std::size_t bytes, void*) {
+  std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+              reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes);
+  return 0;
+}
+CUresult cuDeviceGetDefaultMemPool(void** pool, int) {
+  static char fake_pool;
+  *pool = &fake_pool;
+  return 0;
+}
+CUresult cuMemPoolSetAttribute(void*, int, void*) {
+  return 0;
+}
 CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void* src, std::size_t bytes) {
   if (faulted) return 700;
   std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, bytes);
