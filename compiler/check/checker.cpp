@@ -108,8 +108,10 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     Oblige(
         goal,
         [this, name, clause, by_name, where_span, span = goal.span](bool refuted) {
-          std::string detail = ": here it reads `" + InstantiateClause(clause, by_name) + "`" +
-                               (refuted ? ", which is false" : ", which is not provable");
+          // Unproved, it is a fact the caller can state, as E0211 suggests for a division.
+          std::string reads = InstantiateClause(clause, by_name);
+          std::string detail = ": here it reads `" + reads + "`" +
+                               (refuted ? ", which is false" : ", which is not provable: add `where " + reads + "`");
           Diagnostic& error = diagnostics_.Emit(DiagnosticKind::WhereBroken, span, name, clause, detail);
           error.notes.push_back(MakeNote(DiagnosticKind::NoteWhereClause, where_span, name));
         },

@@ -622,7 +622,13 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             Shape s = Shape::Spread(vars_.NewShapeVar());
             TypeRef element = MakeTensor(Elem{t}, s);
             for (syntax::ExprId x : list.elements) {
-              Expect(element, Infer(x), ast_->Get(x).span, "an element of a tensor literal");
+              TypeRef found = Infer(x);
+              // A literal's element type is bound to the list's, not the list's to it, so that a
+              // later element that does not fit is described as itself: after `[1.0,`, a `true`
+              // is "`bool` is not a `float` type", not "found a float literal" under the `true`.
+              const auto* tensor = std::get_if<TensorType>(&vars_.Resolve(found)->node);
+              if (tensor && vars_.Resolve(tensor->elem).is_var()) unifier_.UnifyElem(tensor->elem, Elem{t});
+              Expect(element, found, ast_->Get(x).span, "an element of a tensor literal");
             }
             Shape rs = vars_.Resolve(s);
             rs.before.insert(rs.before.begin(), Dim::Constant(static_cast<std::int64_t>(list.elements.size())));

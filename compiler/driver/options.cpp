@@ -58,9 +58,9 @@ constexpr CommandInfo kCommands[] = {
      "\n"
      "Starts an interactive session (docs/repl.md) after loading each FILE as `:load FILE` does. Type an\n"
      "expression to evaluate it and see its type, `def` or `let x = e` to define a name, or a command:\n"
-     "`:type EXPR`, `:load FILE`, `:reload`, `:browse`, `:layout EXPR`, `:help`, `:quit`. Line editing\n"
-     "and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal; otherwise\n"
-     "no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
+     "`:type EXPR`, `:load FILE`, `:reload`, `:browse`, `:layout EXPR`, `:explain NAME`, `:help`, `:quit`.\n"
+     "Line editing and history (in ~/.weft_history, or $WEFT_HISTORY) when standard input is a terminal;\n"
+     "otherwise no prompts are written, only results and errors, so a script's output reads as a transcript.\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"simulate", Command::Simulate, "run a kernel on the thread-level simulator and compare it with its meaning",
      "usage: weft simulate FILE --kernel NAME [--target sm_80|sm_90a] --size NAME=VALUE... [--scalar NAME=VALUE...]\n"
@@ -88,7 +88,8 @@ constexpr CommandInfo kCommands[] = {
      "swizzle, the instructions that make and move it, bank conflicts per access and bytes moved.\n"
      "A kernel with a `pipeline` gets its schedule and predicted time (docs/scheduling.md).\n"
      "  --kernel NAME     only this kernel\n"
-     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA)\n"
+     "  --target T        sm_80 (mma.sync, ldmatrix, cp.async; the default) or sm_90a (wgmma, TMA);\n"
+     "                    `weft build` defaults to sm_90a: pass --target sm_90a to see what it compiles\n"
      "  --no-timings      leave out the solver's time (for golden tests)\n"
      "  --size NAME=N     predict the time at this size (`--size m=2048`), once per size (all of them;\n"
      "                    with --kernel); without: 4096, or 16 for a size of leading axes only\n"
@@ -105,8 +106,8 @@ constexpr CommandInfo kCommands[] = {
      "generates their device code through LLVM's NVPTX back end (docs/codegen.md) and `main`'s host\n"
      "code for x86-64, and links them with the runtime into EXE, which needs only libc and an NVIDIA\n"
      "driver (docs/building.md). `main` may call kernels and the host built-ins (`random`, `load`,\n"
-     "`save`, `print`, `arg`, `time`); array-tier operations outside kernels are refused (E0800) until\n"
-     "they are compiled for the GPU: `weft run --cpu` runs them.\n"
+     "`save`, `print`, `arg`, `time`); its array-tier operations fuse into generated kernels (docs/graph.md;\n"
+     "what the graph does not take yet, a `loop` in `main` for one, is refused with E0800).\n"
      "  -o EXE            the executable to write\n"
      "  --target T        sm_90a (wgmma, TMA: H100/H200; the default) or sm_80 (mma.sync, ldmatrix,\n"
      "                    cp.async: Ampere and newer)\n"
@@ -314,7 +315,9 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
     bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
     if (!target_given) options.target = "sm_90a";
     if (!emit && options.output.empty()) {
-      error = "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm (device code); run `weft build --help`";
+      error =
+          "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm|graph (device code, the dataflow graph); run "
+          "`weft build --help`";
       return std::nullopt;
     }
     if (emit && !options.output.empty()) {

@@ -125,7 +125,8 @@ constexpr CommandInfo kReplCommands[] = {
     {"reload", "", "load the files again, then redo the definitions made here"},
     {"browse", "", "the definitions in scope (loaded, imported, made here), with types"},
     {"layout", "[--table] [--grid] EXPR", "evaluate a layout-algebra expression as `weft layout` does"},
-    {"explain", "NAME [sm_80|sm_90a]", "kernel NAME's layouts and instructions, as `weft explain` shows them"},
+    {"explain", "NAME [sm_80|sm_90a]",
+     "kernel NAME's layouts and instructions, as `weft explain` shows them (sm_80 unless named)"},
     {"help", "", "this text"},
     {"quit", "", "end the session (so does the end of input, Ctrl-D)"},
     {"!", "COMMAND", "run a shell command"},
@@ -598,6 +599,13 @@ struct Repl::State {
   }
 
   void Type(const std::string& text) {
+    // A name defined in this session is shown as `weft check` and `:browse` show it, `where` clause
+    // included: checked again as an expression, its clause would be an obligation that nothing
+    // discharges (E0221).
+    if (const core::Def* def = DefinitionInScope(Trim(text))) {
+      out << SignatureOf(*def) << (def->ok ? "" : "  -- has errors") << "\n";
+      return;
+    }
     FileId file = AddInput(text);
     int before = diagnostics.error_count();
     syntax::ExprParse parsed = syntax::ParseExpression(sources, file, diagnostics);
@@ -713,12 +721,23 @@ struct Repl::State {
     return out;
   }
 
+  // The definition a user means by `name`, if it is one of DefinitionsInScope.
+  const core::Def* DefinitionInScope(std::string_view name) const {
+    for (const core::Def* def : DefinitionsInScope()) {
+      if (def->name == name) return def;
+    }
+    return nullptr;
+  }
+
+  // `name : type`, with the classes and then the `where` clause, as `weft check` prints it.
+  std::string SignatureOf(const core::Def& def) const {
+    return session->Signature(check::CheckedDef{def.name, def.span, def.ok, def.scheme, {}});
+  }
+
   void Browse() {
     std::vector<const core::Def*> defs = DefinitionsInScope();
     if (defs.empty()) out << "no definitions yet (the built-ins are in docs/language.md)\n";
-    for (const core::Def* def : defs) {
-      out << def->name << " : " << TypeText(def->scheme.type) << (def->ok ? "" : "  -- has errors") << "\n";
-    }
+    for (const core::Def* def : defs) out << SignatureOf(*def) << (def->ok ? "" : "  -- has errors") << "\n";
   }
 
   void Layout(std::string_view rest) {
