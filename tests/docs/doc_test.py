@@ -4,7 +4,7 @@ output, and compares what it prints with what the page shows (docs/testing.md, "
 
 A page is read as a newcomer reads it, top to bottom, in a folder of its own:
 
-- A fenced block whose first line is `$ COMMAND` is a transcript: each `$ ` line is run with `sh`
+- A fenced block whose first line is `$ COMMAND` is a transcript: each `$ ` line is run with `bash`
   (`weft` is the compiler under test), and the lines after it, up to the next `$ `, are what it
   must print: standard output, then standard error. A line `...` alone stands for any number of
   lines. Trailing spaces and trailing blank lines are not compared.
@@ -12,8 +12,8 @@ A page is read as a newcomer reads it, top to bottom, in a folder of its own:
   their `...   ` continuations are its input, every other line (but the banner, which only a
   terminal gets) its output, standard error included where it falls.
 - A ```weft block (or any block) after a line that names a file makes that file, as the reader
-  would: "`model.weft`:" creates it, "Add to the end of `model.weft`:" appends the block after a
-  blank line, "Change line 8 [of `model.weft`] to:" replaces that line with the block, "change the
+  would: "`model.weft`:" creates it, "Add to the end of `model.weft`:" (or "add ... to the end of
+  the file:", the last file named) appends the block after a blank line, "Change line 8 [of `model.weft`] to:" replaces that line with the block, "change the
   last line of `run.weft` to ..." replaces the last line.
 - `<!-- doc-test: skip REASON -->` before a block leaves it out, saying why (a command whose output
   needs a GPU, or one that takes minutes); `<!-- doc-test: run COMMAND -->` runs a command the page
@@ -46,7 +46,7 @@ REPL_MORE = "...   "
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w+-]*)\s*$")
 DIRECTIVE = re.compile(r"<!--\s*doc-test:\s*(\w+)\s*(.*?)\s*-->")
 CREATE = re.compile(r"^`([^`\s]+)`:$")
-APPEND = re.compile(r"[Aa]dd to the end of `([^`\s]+)`")
+APPEND = re.compile(r"\b[Aa]dd\b.*\bto the end of (?:`([^`\s]+)`|the file)")
 CHANGE_LINE = re.compile(r"[Cc]hange line (\d+)(?: of `([^`\s]+)`)?(?: back)? to")
 CHANGE_LAST = re.compile(r"[Cc]hange the last line of `([^`\s]+)` to")
 TIMEOUT = 120
@@ -138,7 +138,8 @@ class Page:
             return
         m = APPEND.search(sentence)
         if m:
-            self.write(folder, m.group(1), self.read(folder, m.group(1)) + "\n" + text)
+            name = m.group(1) or self.last_file
+            self.write(folder, name, self.read(folder, name) + "\n" + text)
             return
         m = CHANGE_LINE.search(sentence)
         if m:
@@ -170,7 +171,7 @@ class Page:
 
     def execute(self, command, folder, stdin=None, merge=False):
         try:
-            done = subprocess.run(["sh", "-c", command], cwd=folder, env=self.env(), input=stdin,
+            done = subprocess.run(["bash", "-c", command], cwd=folder, env=self.env(), input=stdin,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
                                   timeout=TIMEOUT, text=True, errors="replace")
         except subprocess.TimeoutExpired:
@@ -270,7 +271,7 @@ def main():
     parser.add_argument("--update", action="store_true")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("-v", "--verbose", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     root = os.path.abspath(args.root)
     weft = os.path.abspath(args.weft)
     if not os.access(weft, os.X_OK):
