@@ -559,13 +559,18 @@ class ArrayEmitter {
   }
 
   // The value a kernel holds for `id` (a reduction's per-row result, the scan or product element
-  // being computed): read only at the coordinates it was computed for.
+  // being computed): read only at the coordinates it was computed for. An axis of extent 1 has one
+  // coordinate, so a reader that broadcasts it (reading at 0, as `x @ w + b` with one row reads
+  // the product) reads the element being computed.
   llvm::Value* Current(NodeId id, const Coords& c, const Coords& at, const std::string& what) {
     auto it = current_.find(id.index);
     if (it == current_.end()) Refuse(Name(id) + " read before it is computed");
     if (c.size() != at.size()) Refuse(what);
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (c[i].v != at[i].v || c[i].lanes) Refuse(what);
+    const std::vector<Dim>& shape = Get(id).shape;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      bool unit = c.size() == shape.size() && shape[i] == Dim::Constant(1);
+      if (c[i].lanes || (c[i].v != at[i].v && !unit)) Refuse(what);
+    }
     return it->second;
   }
 
