@@ -95,6 +95,19 @@ fuzz: build-fuzz
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
 	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS)
 
+# Generated-program fuzzing (docs/testing.md): the soundness oracle on N programs from seed SEED
+# (release build; each finding's program in /tmp/findings), and the differential fuzzer's half
+# here (N programs built into build/fuzz-programs, packed into .fuzz-carry for one device call).
+N ?= 2000
+SEED ?= 1
+.PHONY: fuzz-programs fuzz-programs-gpu
+fuzz-programs: build-release
+	tools/fuzz-programs/soundness --weft build/release/compiler/driver/weft --from $(SEED) --count $(N)
+
+fuzz-programs-gpu: build-release
+	tools/fuzz-programs/differential build/fuzz-programs --weft build/release/compiler/driver/weft --from $(SEED) --count $(N) --jobs 2
+	tools/fuzz-programs/pack build/fuzz-programs .fuzz-carry
+
 # The checker's speed on the stdlib, the examples and a generated 5,000-line program (release build).
 bench-check: build-release
 	bench/check/run.sh

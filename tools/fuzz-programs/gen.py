@@ -513,9 +513,73 @@ class Soundness:
         c = rng.choice(["true", "false", "1 < 2"])
         return self.let("if %s then %s else %s" % (c, a.name, b.name), a.dtype, a.dims)
 
+    def op_where(self):
+        """A helper whose `where` clause the call must discharge (from the caller's sizes)."""
+        rng = self.rng
+        a = self.pick(lambda v: v.rank == 1 and v.dtype != "bool")
+        if a is None:
+            return None
+        name = "w%d" % (len(self.helpers) + 1)
+        d = rng.choice([2, 3])
+        form = rng.choice(["split", "slice", "half"])
+        if form == "split":
+            self.helpers.append("def %s (x: 't[n]) where n %% %d == 0 = reshape [n / %d, %d] x" % (name, d, d, d))
+            dims = [Dim("(%s) / %d" % (a.dims[0].text, d), a.dims[0].val // d), lit(d)]
+        elif form == "slice":
+            self.helpers.append("def %s (x: 't[n]) where n >= %d = x[1:%d]" % (name, d, d))
+            dims = [lit(d - 1)]
+        else:
+            self.helpers.append("def %s (x: 't[2 * n]) = reshape [2, n] x" % name)
+            dims = [lit(2), Dim("(%s) / 2" % a.dims[0].text, a.dims[0].val // 2)]
+        return self.let("%s %s" % (name, a.name), a.dtype, dims)
+
+    def op_shapefn(self):
+        """Functions given to map, reduce, scan and full that return other than a scalar; `if`s and
+        `loop`s whose branches or body change the shape; tuples."""
+        rng = self.rng
+        a = self.pick(lambda v: v.dtype != "bool")
+        if a is None:
+            return None
+        lit1 = literal_of(a.dtype, rng)
+        form = rng.choice(["map", "reduce", "scan", "full", "if", "loop", "tuple", "index"])
+        if form == "map":
+            f = rng.choice(["fn t -> [t, t]", "fn t -> t", "fn t -> expand t", "fn t -> t + %s" % a.name])
+            return self.let("map (%s) %s" % (f, a.name), a.dtype, a.dims)
+        if form == "reduce":
+            f = rng.choice(["fn acc t -> acc + t", "fn acc t -> expand acc", "fn acc t -> [acc, t]"])
+            return self.let("reduce (%s) %s %s" % (f, lit1, a.name), a.dtype, a.dims[:-1])
+        if form == "scan":
+            b = self.pick(lambda v: v.dtype == a.dtype)
+            return self.let("scan (fn acc t -> acc + t) %s %s" % (b.name if self.rng.random() < 0.3 else lit1, a.name),
+                            a.dtype, a.dims)
+        if form == "full":
+            b = self.pick(lambda v: v.dtype == a.dtype and (v.rank == 0 or not self.good()))
+            dims = self.random_dims(rng.randrange(0, 3))
+            return self.let("full %s %s" % (shape_text(dims), b.name), a.dtype, dims)
+        if form == "if":
+            b = self.pick(lambda v: v.dtype == a.dtype)
+            return self.let("if %s then %s else %s" % (rng.choice(["true", "false"]), a.name, b.name), a.dtype, a.dims)
+        if form == "loop":
+            body = rng.choice(["concat acc acc", "acc + acc", "expand acc", "acc[0]", "transpose acc"])
+            return self.let("loop acc = %s for i < %d do %s" % (a.name, rng.randrange(1, 3), body), a.dtype, a.dims)
+        if form == "tuple":
+            b = self.pick()
+            name = self.fresh()
+            self.lines.append("let (%s, %s_b) = (%s, %s) in" % (name, name, a.name, b.name))
+            v = Val(name, a.dtype, a.dims)
+            self.pool.append(v)
+            return v
+        # indexing by a computed index (a scalar, or a tensor when ill-shaped)
+        if a.rank < 1:
+            return None
+        i = self.pick(lambda v: v.dtype in ("i64", "i32") and (v.rank == 0 or not self.good()))
+        if i is None:
+            return None
+        return self.let("%s[%s]" % (a.name, i.name), a.dtype, a.dims[1:])
+
     OPS = [("op_binary", 6), ("op_select", 4), ("op_unary", 2), ("op_reduce", 3), ("op_view", 5),
            ("op_product", 3), ("op_concat", 2), ("op_gather", 2), ("op_cast", 1), ("op_map", 2),
-           ("op_make", 2), ("op_helper", 2), ("op_control", 1)]
+           ("op_make", 2), ("op_helper", 2), ("op_control", 1), ("op_where", 1), ("op_shapefn", 2)]
 
     def generate(self):
         rng = self.rng
@@ -529,6 +593,9 @@ class Soundness:
         for i in range(rng.randrange(1, 4)):
             t = rng.choice(["f32", "f32", "f32", "bool", "i32", "bf16", "i64"])
             dims = self.random_dims(rng.randrange(0, 4))
+            # dims that are arithmetic on sizes: 2 * n, n + 1
+            dims = [(Dim("2 * " + d.text, 2 * d.val) if rng.random() < 0.5 else Dim(d.text + " + 1", d.val + 1))
+                    if not d.literal and rng.random() < 0.2 else d for d in dims]
             params.append(Val("a%d" % i, t, dims))
         self.pool = list(params)
         for _ in range(rng.randrange(1, 7)):
