@@ -599,6 +599,7 @@ struct Repl::State {
   }
 
   void Type(const std::string& text) {
+    FileId file = AddInput(text);  // numbered as every input is, used or not
     // A name defined in this session is shown as `weft check` and `:browse` show it, `where` clause
     // included: checked again as an expression, its clause would be an obligation that nothing
     // discharges (E0221).
@@ -606,7 +607,6 @@ struct Repl::State {
       out << SignatureOf(*def) << (def->ok ? "" : "  -- has errors") << "\n";
       return;
     }
-    FileId file = AddInput(text);
     int before = diagnostics.error_count();
     syntax::ExprParse parsed = syntax::ParseExpression(sources, file, diagnostics);
     if (diagnostics.error_count() != before || !parsed.expr.valid()) return;
