@@ -454,11 +454,20 @@ class Fuser {
           if (plan_.group_of[a.index] == static_cast<std::int64_t>(g)) continue;
           if (seen.insert(a.index).second) group.inputs.push_back(a);
         }
-        bool outside = g_.result && *g_.result == id;
-        for (NodeId u : users_[id.index]) outside = outside || plan_.group_of[u.index] != static_cast<std::int64_t>(g);
-        if (outside && Get(id).kind != Kind::Kernel) group.outputs.push_back(id);
+        if (ReadOutside(id, static_cast<std::int64_t>(g)) && Get(id).kind != Kind::Kernel) group.outputs.push_back(id);
       }
     }
+  }
+
+  // Whether a value of group `g` is read elsewhere: by another group, the host, or `main`'s result,
+  // looking through loose views (a view nothing reads, such as an unused `expand x`, reads nothing).
+  bool ReadOutside(NodeId id, std::int64_t g) {
+    if (g_.result && *g_.result == id) return true;
+    for (NodeId u : users_[id.index]) {
+      std::int64_t h = plan_.group_of[u.index];
+      if (h == kLooseView ? ReadOutside(u, g) : h != g) return true;
+    }
+    return false;
   }
 
   // The node that holds the data a value reads: itself, or the base of a loose view.
