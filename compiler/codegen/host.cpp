@@ -127,7 +127,7 @@ class Lowering {
   llvm::Value* Scalar(Dtype dtype, llvm::Value* bits);
   llvm::Value* Out(Dtype dtype, const std::vector<llvm::Value*>& dims);
   llvm::GlobalVariable* Descriptor(const std::string& name);
-  // Ends the program with `format` (weft_failf) unless `holds`.
+  // Ends the program with `format` (weft_program_check_failed) unless `holds`.
   void Require(llvm::Value* holds, const std::string& format, const std::vector<llvm::Value*>& args);
   llvm::Value* Compare(core::RelOp op, llvm::Value* lhs, llvm::Value* rhs);
   std::string Where(Span span) const;                  // "file.weft:3:7: "
@@ -200,6 +200,8 @@ llvm::GlobalVariable* Lowering::Descriptor(const std::string& name) {
 
 std::string Lowering::Where(Span span) const {
   if (!span.valid()) return "";
+  if (!options_.export_symbol.empty() && span.begin >= options_.export_wrapper_begin)
+    return "`" + options_.export_name + "`: ";
   const SourceBuffer& buffer = sources_.Get(span.file);
   LineCol at = buffer.Locate(span.begin);
   return std::string(buffer.name()) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
@@ -222,7 +224,8 @@ void Lowering::Require(llvm::Value* holds, const std::string& format, const std:
   b_.SetInsertPoint(fail);
   std::vector<llvm::Value*> call_args = {Text(format)};
   call_args.insert(call_args.end(), args.begin(), args.end());
-  auto* call = b_.CreateCall(Runtime("weft_failf", b_.getVoidTy(), {Ptr()}, true), call_args);
+  // weft_failf in an executable; a WEFT_ERROR_SHAPE failure in a library call (weft/library.h).
+  auto* call = b_.CreateCall(Runtime("weft_program_check_failed", b_.getVoidTy(), {Ptr()}, true), call_args);
   call->setDoesNotReturn();
   b_.CreateUnreachable();
   b_.SetInsertPoint(ok);
@@ -755,8 +758,14 @@ void Lowering::LowerMain() {
       "weft_program_kernel");
   llvm::StructType::create(ctx_, {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()},
                            "weft_program_tensor_map");
-  auto* type = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), Ptr()}, false);
-  main_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "main", m_);
+  // An export of a shared library is `void SYMBOL(void)`: weft_library_call sets up its arguments
+  // and takes its results (`load` and `save` of its wrapper, driver/shared_library.h), and a failed
+  // check unwinds to it as a C++ exception, so the function has unwind tables.
+  const bool exported = !options_.export_symbol.empty();
+  auto* type = exported ? llvm::FunctionType::get(b_.getVoidTy(), {}, false)
+                        : llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), Ptr()}, false);
+  main_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, exported ? options_.export_symbol : "main", m_);
+  if (exported) main_->setUWTableKind(llvm::UWTableKind::Async);
   llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", main_);
   llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "main", main_);
   b_.SetInsertPoint(body);
@@ -786,8 +795,13 @@ void Lowering::LowerMain() {
     }
   }
   EmitChecks(g_.nodes.size());
-  b_.CreateRet(b_.CreateCall(Runtime("weft_program_end", b_.getInt32Ty(), {})));
+  if (exported) {
+    b_.CreateRetVoid();
+  } else {
+    b_.CreateRet(b_.CreateCall(Runtime("weft_program_end", b_.getInt32Ty(), {})));
+  }
   const bool uses_gpu = !out_.kernels.empty() || !out_.arrays.empty();
+  out_.uses_gpu = uses_gpu;
   // A program without kernels never opens the GPU: its `random` tensors are filled on the host, and
   // it carries no `random` kernels.
   if (!uses_gpu) {
@@ -798,8 +812,13 @@ void Lowering::LowerMain() {
     random_descriptors_.clear();
     out_.randoms.clear();
   }
-  // weft_program_start goes first, once it is known whether the program launches kernels.
+  // weft_program_start goes first, once it is known whether the program launches kernels. (A
+  // library loads its kernels' modules at their first launch.)
   b_.SetInsertPoint(entry);
+  if (exported) {
+    b_.CreateBr(body);
+    return;
+  }
   std::string target(synth::Spelling(options_.target));
   b_.CreateCall(Runtime("weft_program_start", b_.getVoidTy(), {b_.getInt32Ty(), Ptr(), Ptr(), b_.getInt32Ty()}),
                 {main_->getArg(0), main_->getArg(1), Text(target), I32(uses_gpu ? 1 : 0)});
@@ -989,6 +1008,102 @@ Result<std::monostate, std::string> EmitObject(HostModule& program, const std::s
   passes.run(m);
   out.flush();
   return std::monostate{};
+}
+
+HostModule LowerLibraryTable(const std::vector<LibraryExport>& exports, synth::Target target,
+                             const std::string& source_path, const std::string& source) {
+  HostModule table;
+  table.context = std::make_unique<llvm::LLVMContext>();
+  table.module = std::make_unique<llvm::Module>("weft_library", *table.context);
+  table.module->setTargetTriple(llvm::sys::getDefaultTargetTriple());
+  llvm::LLVMContext& ctx = *table.context;
+  llvm::Module& m = *table.module;
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto constant = [&](llvm::Constant* init, const std::string& name, llvm::GlobalValue::LinkageTypes linkage) {
+    return new llvm::GlobalVariable(m, init->getType(), true, linkage, init, name);
+  };
+  auto text = [&](const std::string& s) -> llvm::Constant* {
+    return constant(llvm::ConstantDataArray::getString(ctx, s, true), "weft.text", llvm::GlobalValue::PrivateLinkage);
+  };
+  auto texts = [&](const std::vector<std::string>& list) -> llvm::Constant* {
+    std::vector<llvm::Constant*> items;
+    for (const std::string& s : list) items.push_back(text(s));
+    if (items.empty()) return llvm::ConstantPointerNull::get(ptr);
+    return constant(llvm::ConstantArray::get(llvm::ArrayType::get(ptr, items.size()), items), "weft.texts",
+                    llvm::GlobalValue::PrivateLinkage);
+  };
+  auto ints = [&](const std::vector<int>& list) -> llvm::Constant* {
+    std::vector<llvm::Constant*> items;
+    for (int v : list) items.push_back(llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(v)));
+    if (items.empty()) return llvm::ConstantPointerNull::get(ptr);
+    return constant(llvm::ConstantArray::get(llvm::ArrayType::get(i32, items.size()), items), "weft.ints",
+                    llvm::GlobalValue::PrivateLinkage);
+  };
+  auto dtypes = [&](const std::vector<Dtype>& list) {
+    std::vector<int> values;
+    for (Dtype d : list) values.push_back(static_cast<int>(d));
+    return ints(values);
+  };
+  // weft/library.h's weft_library_export, field by field.
+  auto* entry_type = llvm::StructType::create(ctx, {ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, i32, ptr, ptr},
+                                              "weft_library_export");
+  auto* body_type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {}, false);
+  const std::string target_name(synth::Spelling(target));
+  std::vector<llvm::Constant*> entries;
+  for (const LibraryExport& e : exports) {
+    llvm::Function* body = llvm::Function::Create(body_type, llvm::Function::ExternalLinkage, e.symbol, m);
+    entries.push_back(llvm::ConstantStruct::get(
+        entry_type, {text(e.name), text(e.signature), text(target_name),
+                     llvm::ConstantInt::get(i32, e.uses_gpu ? 1 : 0), llvm::ConstantInt::get(i32, e.param_names.size()),
+                     texts(e.param_names), dtypes(e.param_dtypes), ints(e.param_ranks), texts(e.param_types),
+                     llvm::ConstantInt::get(i32, e.result_dtypes.size()), dtypes(e.result_dtypes), body}));
+  }
+  auto* array_type = llvm::ArrayType::get(entry_type, entries.size());
+  constant(llvm::ConstantArray::get(array_type, entries), "weft_library_exports", llvm::GlobalValue::ExternalLinkage);
+  constant(llvm::ConstantInt::get(i32, entries.size()), "weft_library_export_count",
+           llvm::GlobalValue::ExternalLinkage);
+  constant(text(source_path), "weft_library_source_path", llvm::GlobalValue::ExternalLinkage);
+  constant(text(source), "weft_library_source", llvm::GlobalValue::ExternalLinkage);
+  return table;
+}
+
+namespace {
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command`; on failure one line: "`cc` failed to link `output`: its messages".
+Result<std::monostate, std::string> RunLinker(const std::string& cc, const std::string& command,
+                                              const std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return "cannot run `" + cc + "`";
+  std::string messages;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) messages += buffer;
+  int status = pclose(pipe);
+  if (status != 0) {
+    std::string line;
+    for (char c : messages) line += c == '\n' ? ' ' : c;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return "`" + cc + "` failed to link `" + output + "`" + (line.empty() ? "" : ": " + line);
+  }
+  return std::monostate{};
+}
+
+}  // namespace
+
+Result<std::monostate, std::string> LinkShared(const std::string& cc, const std::vector<std::string>& objects,
+                                               const std::string& runtime, const std::string& output,
+                                               const std::string& version_script) {
+  std::string command = cc + " -shared -o " + ShellQuote(output);
+  for (const std::string& object : objects) command += " " + ShellQuote(object);
+  command += " " + ShellQuote(runtime) + " -Wl,--version-script=" + ShellQuote(version_script) +
+             " -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lm -ldl -lpthread";
+  return RunLinker(cc, command, output);
 }
 
 Result<std::monostate, std::string> Link(const std::string& cc, const std::string& object, const std::string& runtime,

@@ -67,6 +67,7 @@ struct HostModule {
   // call; AttachRandomKernel each one. Empty when `main` calls no kernel: such a program never opens
   // the GPU, and its `random` tensors are filled on the host.
   std::vector<Dtype> randoms;
+  bool uses_gpu = false;  // it launches a kernel
 };
 
 struct HostOptions {
@@ -78,6 +79,14 @@ struct HostOptions {
   // How `main`'s graph fuses: the driver's, so that the plan's generated epilogue kernels are the
   // ones it checked into `stdlib` (graph/epilogue.h).
   graph::FuseOptions fuse;
+  // Not empty: `main` (a wrapper of an export, driver/shared_library.h) becomes `void SYMBOL(void)`
+  // of a shared library, called by weft_library_call (weft/library.h) instead of starting and
+  // ending a program; its `load`s take the call's arguments and its `save`s give its results.
+  std::string export_symbol;
+  // The exported function's name, and where its wrapper starts in the file: a failed check whose
+  // place is in the wrapper says "`NAME`: ..." instead of a line the user's file does not have.
+  std::string export_name;
+  std::uint32_t export_wrapper_begin = 0;
 };
 
 // Step 1: `main`'s host code and its array kernels' device code, or the diagnostics that say what
@@ -97,11 +106,32 @@ void AttachArrayKernel(HostModule& program, std::size_t index, const std::string
 // descriptor weft_program_random launches. @pre `dtype` is in `program.randoms`
 void AttachRandomKernel(HostModule& program, Dtype dtype, const DeviceKernel& device, const std::string& cubin);
 
+// A shared library's table of exports (weft/library.h's weft_library_exports), one entry per
+// export, whose body is the function LowerMain made with `export_symbol`.
+struct LibraryExport {
+  std::string name, signature, symbol;
+  bool uses_gpu = false;
+  std::vector<std::string> param_names, param_types;
+  std::vector<Dtype> param_dtypes;
+  std::vector<int> param_ranks;
+  std::vector<Dtype> result_dtypes;
+};
+// The table (and the program's source, for the interpreter path) as a module of its own.
+HostModule LowerLibraryTable(const std::vector<LibraryExport>& exports, synth::Target target,
+                             const std::string& source_path, const std::string& source);
+
 // The host module as LLVM IR text (`weft build --emit=llvm`).
 std::string PrintHost(const HostModule& program);
 
 // Step 3: the module as an x86-64 (host) object file at `path`; an error is one line.
 Result<std::monostate, std::string> EmitObject(HostModule& program, const std::string& path);
+
+// Step 4 of a shared library: `cc -shared` links the objects with the runtime archive into
+// `output`, exporting only weft/library.h's symbols (a version script): the runtime and libstdc++
+// inside stay private, so two weft libraries, or PyTorch, in one process do not meet.
+Result<std::monostate, std::string> LinkShared(const std::string& cc, const std::vector<std::string>& objects,
+                                               const std::string& runtime, const std::string& output,
+                                               const std::string& version_script);
 
 // Step 4: `cc` links `object` with the runtime archive into the executable `output`. `cc` is the
 // compiler driver to call (WEFT_CC or "cc"); an error is one line with cc's own message.

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,16 +18,20 @@
 #include <sstream>
 
 #include "base/overloaded.h"
+#include "base/stack.h"
 #include "check/check.h"
 #include "codegen/device.h"
 #include "codegen/random.h"
+#include "core/type_printer.h"
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
+#include "interp/interpreter.h"
 #include "syntax/parser.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
+#include "weft/npy.h"
 #include "weft/runtime.h"
 
 namespace weft::driver {
@@ -363,8 +368,12 @@ bool CallsKernels(const core::Module& module, const core::Def& main) {
   return found;
 }
 
-bool BuildExecutable(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
-                     const std::string& output, Diagnostics& diagnostics) {
+namespace {
+
+// Steps 2 and 3 of host.h: each kernel synthesized, generated, assembled (when ptxas is found) and
+// attached, then the object file `object` written. Failures are reported against `output`.
+bool BuildObject(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
+                 const std::string& output, const std::string& object, Diagnostics& diagnostics) {
   auto fail = [&](const std::string& why) {
     diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output, why);
     return false;
@@ -415,14 +424,36 @@ bool BuildExecutable(codegen::HostModule& program, synth::Target target, const S
     codegen::AttachRandomKernel(program, dtype, *device, cubin);
   }
   if (!ok || diagnostics.has_errors()) return false;
-  const std::string runtime = RuntimeLibrary();
-  if (!std::filesystem::exists(runtime))
-    return fail("the runtime archive `" + runtime +
-                "` does not exist: build the `weft_runtime_exe` target, or name one with WEFT_RUNTIME_LIB");
-  const std::string object = temp.path() + "/main.o";
   auto emitted = codegen::EmitObject(program, object);
   if (!emitted) return fail(emitted.error());
-  auto linked = codegen::Link(Compiler(), object, runtime, output);
+  return true;
+}
+
+// The runtime archive, or a failure reported against `output`.
+std::optional<std::string> RuntimeArchive(const std::string& output, Diagnostics& diagnostics) {
+  const std::string runtime = RuntimeLibrary();
+  if (std::filesystem::exists(runtime)) return runtime;
+  diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output,
+                   "the runtime archive `" + runtime +
+                       "` does not exist: build the `weft_runtime_exe` target, or name one with WEFT_RUNTIME_LIB");
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool BuildExecutable(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
+                     const std::string& output, Diagnostics& diagnostics) {
+  auto fail = [&](const std::string& why) {
+    diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output, why);
+    return false;
+  };
+  TempDir temp;
+  if (temp.path().empty()) return fail("cannot make a temporary directory");
+  std::optional<std::string> runtime = RuntimeArchive(output, diagnostics);
+  if (!runtime) return false;
+  const std::string object = temp.path() + "/main.o";
+  if (!BuildObject(program, target, sources, output, object, diagnostics)) return false;
+  auto linked = codegen::Link(Compiler(), object, *runtime, output);
   if (!linked) return fail(linked.error());
   return true;
 }
@@ -597,6 +628,451 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
                              });
   out.flush();
   return status;
+}
+
+// ---- Shared libraries and `weft call` (docs/python.md) ----
+//
+// An exported function is compiled as a program of its own: a *wrapper* definition without
+// parameters, appended to FILE's text, that `load`s each argument with the parameter's type written
+// out (so sizes are bound from the arguments' shapes, and dims and dtypes checked, as `load` does),
+// calls the function, and `save`s each result. Every phase then treats it as it treats `main`: the
+// checker instantiates a polymorphic function at the wrapper's dtypes, the graph inlines the call
+// and makes its `where` facts run-time checks, host codegen lowers it. In a library the wrapper's
+// `load "x"` takes parameter x's argument and `save "0"` gives result 0 (weft_library_call); under
+// `weft call` they are real files and the interpreter runs the wrapper. Writing the wrapper as
+// source keeps both paths one piece of code whose errors are the checker's own.
+
+namespace {
+
+std::optional<Dtype> DtypeNamed(const std::string& text) {
+  for (int i = 0; i <= static_cast<int>(Dtype::F64); ++i)
+    if (Spelling(static_cast<Dtype>(i)) == text) return static_cast<Dtype>(i);
+  return std::nullopt;
+}
+
+// A parameter of an export: its name and its type as the wrapper writes it.
+struct WrappedParam {
+  std::string name;
+  Dtype dtype = Dtype::F32;
+  int rank = 0;
+  std::string type;  // "f32[n, d]"
+};
+
+struct Wrapper {
+  std::string def;        // the function's name
+  std::string name;       // the wrapper definition's name
+  std::string source;     // its text
+  std::string signature;  // "rmsnorm : f32[n, d] -> f32[d] -> f32[n, d]"
+  std::vector<WrappedParam> params;
+  int results = 0;
+};
+
+// An instance's parameter: a dtype and a rank (`f32[_, _]`).
+struct InstanceParam {
+  Dtype dtype = Dtype::F32;
+  int rank = 0;
+};
+struct Instance {
+  std::string text;  // as --instance gave it
+  std::string name;
+  std::vector<InstanceParam> params;
+};
+
+// --instance's `NAME TYPE...`, or why it does not parse.
+std::optional<Instance> ParseInstance(const std::string& text, std::string& error) {
+  std::istringstream in(text);
+  Instance instance;
+  instance.text = text;
+  in >> instance.name;
+  std::string compact;
+  for (char c : std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()))
+    if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
+  for (std::size_t i = 0; i < compact.size();) {
+    std::size_t open = compact.find('[', i), close = compact.find(']', i);
+    if (open == std::string::npos || close == std::string::npos || close < open) {
+      error = "--instance `" + text + "`: a parameter's type is a dtype and `_` dims in brackets, as in `f32[_, _]`";
+      return std::nullopt;
+    }
+    std::string dtype = compact.substr(i, open - i);
+    std::optional<Dtype> d = DtypeNamed(dtype);
+    if (!d) {
+      error = "--instance `" + text + "`: `" + dtype + "` is not a dtype";
+      return std::nullopt;
+    }
+    InstanceParam p{*d, 0};
+    for (char c : compact.substr(open + 1, close - open - 1)) {
+      if (c == '_') {
+        p.rank += 1;
+      } else if (c != ',') {
+        error = "--instance `" + text + "`: dims are written `_`";
+        return std::nullopt;
+      }
+    }
+    instance.params.push_back(p);
+    i = close + 1;
+  }
+  if (instance.name.empty()) {
+    error = "--instance needs a function's name and its parameters' types, as in 'softmax f32[_, _]'";
+    return std::nullopt;
+  }
+  return instance;
+}
+
+// The wrapper `wrapper_name` of `def` (at `instance`'s dtypes and ranks where its type has
+// variables), loading argument i from `input(i)` and saving result r to `output(r)`; or why `def`
+// cannot be exported ("polymorphic" when it needs an instance).
+std::variant<Wrapper, std::string> MakeWrapper(const core::Module& module, const core::VarStore& vars,
+                                               const core::Def& def, const Instance* instance,
+                                               const std::string& wrapper_name,
+                                               const std::function<std::string(std::size_t)>& input,
+                                               const std::function<std::string(std::size_t)>& output) {
+  namespace c = core;
+  Wrapper w;
+  w.def = def.name;
+  w.name = wrapper_name;
+  c::TypePrinter printer(vars);
+  c::TypeRef type = vars.Resolve(def.scheme.type);
+  if (instance && instance->params.size() != def.params.size())
+    return "the instance gives " + std::to_string(instance->params.size()) + " parameter types, but `" + def.name +
+           "` takes " + std::to_string(def.params.size());
+  std::set<std::uint32_t> bound;  // size variables that an axis of their own gives
+  for (std::size_t i = 0; i < def.params.size(); ++i) {
+    const auto* fn = std::get_if<c::FunctionType>(&type->node);
+    if (!fn) return "its type does not take " + std::to_string(def.params.size()) + " parameters";
+    WrappedParam p;
+    const auto* named = std::get_if<c::pattern::Name>(&module.Get(def.params[i]).node);
+    if (!named) return "parameter " + std::to_string(i + 1) + " is a pattern, not a name";
+    p.name = named->name;
+    c::TypeRef param = vars.Resolve(fn->param);
+    const auto* tensor = std::get_if<c::TensorType>(&param->node);
+    if (!tensor) return "parameter `" + p.name + "` is not a tensor (`" + printer.Print(param) + "`)";
+    if (tensor->elem.is_var() && !instance) return "polymorphic";
+    p.dtype = tensor->elem.is_var() ? instance->params[i].dtype : tensor->elem.dtype();
+    std::vector<std::string> dims;
+    std::string unbound;
+    auto add = [&](const c::Dim& d) {
+      if (std::optional<c::SizeVarId> v = d.AsVar()) bound.insert(v->index);
+      for (c::SizeVarId v : d.Vars())
+        if (!bound.count(v.index) && unbound.empty()) unbound = printer.Print(d);
+      dims.push_back(printer.Print(d));
+    };
+    for (const c::Dim& d : tensor->shape.before) add(d);
+    if (tensor->shape.spread) {
+      if (!instance) return "polymorphic";
+      int extra = instance->params[i].rank - static_cast<int>(tensor->shape.FixedRank());
+      if (extra < 0)
+        return "parameter `" + p.name + "` has at least " + std::to_string(tensor->shape.FixedRank()) + " axes, not " +
+               std::to_string(instance->params[i].rank);
+      std::string spread = vars.info(*tensor->shape.spread).name;
+      if (spread.empty()) spread = "s";
+      for (int k = 0; k < extra; ++k) dims.push_back(spread + "_" + std::to_string(k));
+    }
+    for (const c::Dim& d : tensor->shape.after) add(d);
+    if (!unbound.empty())
+      return "the size `" + unbound + "` of parameter `" + p.name +
+             "` is not given by an axis of its own (of it or of a parameter before it)";
+    p.rank = static_cast<int>(dims.size());
+    p.type = std::string(Spelling(p.dtype));
+    if (!dims.empty()) {
+      p.type += "[";
+      for (std::size_t k = 0; k < dims.size(); ++k) p.type += (k ? ", " : "") + dims[k];
+      p.type += "]";
+    }
+    w.params.push_back(std::move(p));
+    type = vars.Resolve(fn->result);
+  }
+  if (std::get_if<c::TensorType>(&type->node)) {
+    w.results = 1;
+  } else if (const auto* tuple = std::get_if<c::TupleType>(&type->node); tuple && !tuple->elements.empty()) {
+    for (const c::TypeRef& element : tuple->elements)
+      if (!std::get_if<c::TensorType>(&vars.Resolve(element)->node))
+        return "its result is not a tensor or a tuple of tensors (`" + printer.Print(type) + "`)";
+    w.results = static_cast<int>(tuple->elements.size());
+  } else {
+    return "its result is not a tensor or a tuple of tensors (`" + printer.Print(type) + "`)";
+  }
+  w.signature = def.name + " : ";
+  for (const WrappedParam& p : w.params) w.signature += p.type + " -> ";
+  w.signature += printer.Print(type);
+  // The wrapper's text.
+  std::string& src = w.source;
+  src = "def " + w.name + " =\n";
+  std::string call = def.name;
+  for (std::size_t i = 0; i < w.params.size(); ++i) {
+    src += "  let weft_a" + std::to_string(i) + " = (load \"" + input(i) + "\" : " + w.params[i].type + ") in\n";
+    call += " weft_a" + std::to_string(i);
+  }
+  if (w.results == 1) {
+    src += "  save \"" + output(0) + "\" (" + call + ")\n";
+  } else {
+    src += "  let (";
+    for (int r = 0; r < w.results; ++r) src += (r ? ", weft_r" : "weft_r") + std::to_string(r);
+    src += ") = " + call + " in\n";
+    for (int r = 0; r < w.results; ++r) {
+      std::string save = "save \"" + output(static_cast<std::size_t>(r)) + "\" weft_r" + std::to_string(r);
+      src += r + 1 < w.results ? "  let _ = " + save + " in\n" : "  " + save + "\n";
+    }
+  }
+  return w;
+}
+
+// FILE's text with `wrapper` after it as its `def main`, checked: `load` and `save` are `main`'s
+// alone (E0231), and only `main`'s sizes may be bound at run time. FILE's own `main`, if it has one,
+// is renamed in place to a name of the same length, so that every other place keeps its line and
+// column.
+std::uint32_t CheckWithWrapper(const std::string& path, std::string text, const core::Module& module, FileId file,
+                               const SourceManager& sources, const Wrapper& wrapper, Checked& c) {
+  if (const core::Def* main = module.Find("main"); main && main->span.file == file) {
+    std::string_view at = sources.Get(file).text().substr(main->span.begin, 4);
+    for (const char* name : {"m_in", "ma_n", "mai_", "m__n"}) {
+      if (at != "main" || module.Find(name)) continue;
+      text.replace(main->span.begin, 4, name);
+      break;
+    }
+  }
+  if (!text.empty() && text.back() != '\n') text += "\n";
+  text += "\n-- the exported function's wrapper (docs/python.md)\n";
+  const auto begin = static_cast<std::uint32_t>(text.size());
+  text += wrapper.source;
+  c.file = c.sources.Add(path, text);
+  syntax::Ast ast = syntax::Parse(c.sources, *c.file, c.diagnostics);
+  if (c.diagnostics.has_errors()) return begin;
+  check::CheckOptions check_options;
+  check_options.stdlib_dir = StdlibDir();
+  c.result = check::Check(c.sources, ast, c.diagnostics, check_options);
+  return begin;
+}
+
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool Simple(const std::string& text) {
+  return text.find_first_of("\"\\\n") == std::string::npos;
+}
+
+}  // namespace
+
+int RunBuildShared(const Options& options, std::ostream& err) {
+  auto target = synth::ParseTarget(options.target);
+  if (!target) {
+    err << "weft: unknown target `" << options.target << "`; expected `sm_90a` or `sm_80`\n";
+    return 2;
+  }
+  std::vector<Instance> instances;
+  for (const std::string& text : options.instances) {
+    std::string error;
+    std::optional<Instance> instance = ParseInstance(text, error);
+    if (!instance) {
+      err << "weft: " << error << "\n";
+      return 2;
+    }
+    instances.push_back(std::move(*instance));
+  }
+  // 1. FILE alone: its functions and their types.
+  const std::string& path = options.inputs.front();
+  Checked first;
+  CheckFile(path, first);
+  if (first.diagnostics.has_errors()) return Report(options, first.sources, first.diagnostics, err);
+  std::optional<std::string> text = ReadText(path);
+  if (!text) {
+    first.diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, "cannot read it");
+    return Report(options, first.sources, first.diagnostics, err);
+  }
+  // 2. A wrapper per export: every function whose types fix its dtypes and ranks, and each instance.
+  std::vector<Wrapper> wrappers;
+  std::vector<bool> requested;  // an --instance: its failure is an error, not a note
+  auto add = [&](const core::Def& def, const Instance* instance) -> std::optional<std::string> {
+    auto made = MakeWrapper(
+        first.result->module, first.result->vars, def, instance, "main",
+        [&](std::size_t p) {
+          return first.result->module.Get(def.params[p]).node.index() == 0
+                     ? std::get<core::pattern::Name>(first.result->module.Get(def.params[p]).node).name
+                     : std::string();
+        },
+        [](std::size_t r) { return std::to_string(r); });
+    if (auto* why = std::get_if<std::string>(&made)) return *why;
+    wrappers.push_back(std::move(std::get<Wrapper>(made)));
+    requested.push_back(instance != nullptr);
+    return std::nullopt;
+  };
+  for (const core::Def& def : first.result->module.defs()) {
+    if (def.span.file != *first.file || !def.ok || def.kernel || def.params.empty()) continue;
+    bool has_instance = false;
+    for (const Instance& instance : instances) {
+      if (instance.name != def.name) continue;
+      has_instance = true;
+      if (std::optional<std::string> why = add(def, &instance)) {
+        err << "weft: error: --instance '" << instance.text << "': " << *why << "\n";
+        return 1;
+      }
+    }
+    if (has_instance || options.only_instances) continue;
+    if (std::optional<std::string> why = add(def, nullptr)) {
+      if (*why == "polymorphic") {
+        err << "weft: note: `" << def.name << "` is not exported: its type leaves dtypes or ranks open; "
+            << "export an instance with --instance '" << def.name << " f32[_, _]' (weft.compile does so per call)\n";
+      } else {
+        err << "weft: note: `" << def.name << "` is not exported: " << *why << "\n";
+      }
+    }
+  }
+  for (const Instance& instance : instances) {
+    const core::Def* def = first.result->module.Find(instance.name);
+    if (!def || def->span.file != *first.file || def->kernel) {
+      err << "weft: error: --instance: `" << path << "` has no function `" << instance.name << "`\n";
+      return 1;
+    }
+  }
+  // 3. Per export: FILE with its wrapper as `main`, checked, lowered, generated and emitted.
+  TempDir temp;
+  if (temp.path().empty()) {
+    err << "weft: error: cannot make a temporary directory\n";
+    return 1;
+  }
+  std::optional<std::string> runtime = RuntimeArchive(options.output, first.diagnostics);
+  if (!runtime) return Report(options, first.sources, first.diagnostics, err);
+  std::vector<std::string> objects;
+  std::vector<codegen::LibraryExport> exports;
+  for (std::size_t i = 0; i < wrappers.size(); ++i) {
+    const Wrapper& w = wrappers[i];
+    Checked c;
+    std::uint32_t begin = CheckWithWrapper(path, *text, first.result->module, *first.file, first.sources, w, c);
+    if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
+    const core::Def* def = MainOf(c);
+    if (!def) continue;
+    codegen::HostOptions host = HostFor(c, *target, *def);
+    host.export_symbol = "weft_export_body_" + std::to_string(i);
+    host.export_name = w.def;
+    host.export_wrapper_begin = begin;
+    auto program = codegen::LowerMain(c.result->module, c.result->vars, *def, c.sources, host);
+    if (!program) {
+      if (requested[i]) {
+        for (const Diagnostic& d : program.error()) c.diagnostics.Add(d);
+        return Report(options, c.sources, c.diagnostics, err);
+      }
+      err << "weft: note: `" << w.def << "` is not exported: " << Located(c.sources, program.error().front()) << "\n";
+      continue;
+    }
+    codegen::LibraryExport e;
+    e.name = w.def;
+    e.signature = w.signature;
+    e.symbol = host.export_symbol;
+    e.uses_gpu = program->uses_gpu;
+    for (const WrappedParam& p : w.params) {
+      e.param_names.push_back(p.name);
+      e.param_types.push_back(p.type);
+      e.param_dtypes.push_back(p.dtype);
+      e.param_ranks.push_back(p.rank);
+    }
+    // The results' dtypes, from the wrapper's `save`s (in order: `save "0"` first).
+    e.result_dtypes.assign(static_cast<std::size_t>(w.results), Dtype::F32);
+    for (const graph::Node& n : program->graph->nodes) {
+      if (n.kind != graph::Kind::Save) continue;
+      std::size_t r = std::stoul(program->graph->Get(n.args[0]).text);
+      if (r < e.result_dtypes.size()) e.result_dtypes[r] = program->graph->Get(n.args[1]).dtype;
+    }
+    const std::string object = temp.path() + "/export" + std::to_string(i) + ".o";
+    if (!BuildObject(*program, *target, c.sources, options.output, object, c.diagnostics))
+      return Report(options, c.sources, c.diagnostics, err);
+    objects.push_back(object);
+    exports.push_back(std::move(e));
+  }
+  Diagnostics& diagnostics = first.diagnostics;
+  // 4. The table, and the link.
+  codegen::HostModule table = codegen::LowerLibraryTable(exports, *target, path, *text);
+  const std::string table_object = temp.path() + "/table.o";
+  if (auto emitted = codegen::EmitObject(table, table_object); !emitted) {
+    diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, options.output, emitted.error());
+    return Report(options, first.sources, diagnostics, err);
+  }
+  objects.push_back(table_object);
+  const std::string script = temp.path() + "/exports.map";
+  std::ofstream(script) << "{\n  global: weft_library_*; weft_last_error;\n  local: *;\n};\n";
+  auto linked = codegen::LinkShared(Compiler(), objects, *runtime, options.output, script);
+  if (!linked) diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, options.output, linked.error());
+  return Report(options, first.sources, diagnostics, err);
+}
+
+int RunCall(const Options& options, std::ostream& err) {
+  const std::string& path = options.inputs[0];
+  const std::string& name = options.inputs[1];
+  const std::vector<std::string> files(options.inputs.begin() + 2, options.inputs.end());
+  Checked first;
+  CheckFile(path, first);
+  if (first.diagnostics.has_errors()) return Report(options, first.sources, first.diagnostics, err);
+  const core::Def* def = first.result->module.Find(name);
+  if (!def || def->span.file != *first.file || def->kernel || def->params.empty()) {
+    err << "weft: error: `" << path << "` has no function `" << name << "`\n";
+    return 1;
+  }
+  if (files.size() != def->params.size()) {
+    err << "weft: error: `" << name << "` takes " << def->params.size() << " arguments, not " << files.size() << "\n";
+    return 1;
+  }
+  // The instance the files give: their dtypes and ranks.
+  Instance instance{"", name, {}};
+  for (const std::string& file : files) {
+    auto read = runtime::ReadNpy(file);
+    if (!read) {
+      err << "weft: error: " << read.error().message << "\n";
+      return 1;
+    }
+    instance.params.push_back({read->dtype, read->Rank()});
+  }
+  const std::string out_dir = options.out_dir;
+  for (const std::string& p : files) {
+    if (!Simple(p) || !Simple(out_dir)) {
+      err << "weft: error: `weft call` takes paths without quotes, backslashes or newlines\n";
+      return 1;
+    }
+  }
+  auto made = MakeWrapper(
+      first.result->module, first.result->vars, *def, &instance, "main", [&](std::size_t i) { return files[i]; },
+      [&](std::size_t r) { return out_dir + "/" + std::to_string(r) + ".npy"; });
+  if (auto* why = std::get_if<std::string>(&made)) {
+    err << "weft: error: `" << name << "` cannot be called: " << *why << "\n";
+    return 1;
+  }
+  const Wrapper& w = std::get<Wrapper>(made);
+  std::optional<std::string> text = ReadText(path);
+  if (!text) {
+    err << "weft: error: cannot read `" << path << "`\n";
+    return 1;
+  }
+  Checked c;
+  std::uint32_t begin = CheckWithWrapper(path, *text, first.result->module, *first.file, first.sources, w, c);
+  if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
+  const core::Def* wrapper = MainOf(c);
+  interp::InterpreterOptions run_options;
+  run_options.args.push_back(path);
+  interp::Interpreter interpreter(c.result->module, c.result->vars, run_options);
+  std::optional<interp::RuntimeError> failure;
+  RunWithDeepStack([&] {
+    interp::EvalResult<interp::ValueRef> value = interpreter.Evaluate(*wrapper);
+    if (!value) failure = value.error();
+  });
+  std::cout.flush();
+  if (!failure) return 0;
+  // An argument's file refused by its `load`: the library's words (program.cpp's CallArgument).
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string prefix = files[i] + ": the program expects ";
+    if (failure->message.rfind(prefix, 0) != 0) continue;
+    std::string rest = failure->message.substr(prefix.size());
+    if (std::size_t at = rest.find(" but the file holds "); at != std::string::npos)
+      rest.replace(at, std::string(" but the file holds ").size(), " but is given ");
+    err << "weft: error: `" << name << "`: parameter `" << w.params[i].name << "` expects " << rest << "\n";
+    return 1;
+  }
+  // A check whose place is the wrapper (a `where` fact of the call): one line, as a library says it.
+  if (failure->span.valid() && failure->span.begin >= begin) {
+    err << "weft: error: `" << name << "`: " << failure->message << "\n";
+    return 1;
+  }
+  c.diagnostics.Emit(DiagnosticKind::RuntimeFailure, failure->span, failure->message);
+  return Report(options, c.sources, c.diagnostics, err);
 }
 
 }  // namespace weft::driver

@@ -20,6 +20,15 @@ namespace weft::driver {
 // on success, 1 on an error in the input (or a failed link), 2 on bad usage.
 int RunBuild(const Options& options, std::ostream& out, std::ostream& err);
 
+// `weft build --shared FILE -o libNAME.so [--instance 'NAME TYPE...']`: FILE's functions as a
+// shared library with weft/library.h's C ABI (docs/python.md); notes on the functions it does not
+// export and diagnostics to `err`. Returns 0, 1 (errors) or 2 (bad usage).
+int RunBuildShared(const Options& options, std::ostream& err);
+
+// `weft call FILE NAME ARG.npy... --out DIR`: NAME on the files' tensors, on the interpreter; its
+// results to DIR/0.npy, ... (the Python package's interpreter path). Returns 0 or 1.
+int RunCall(const Options& options, std::ostream& err);
+
 // Whether `main` (through the definitions it calls) calls a kernel: whether it has GPU work.
 bool CallsKernels(const core::Module& module, const core::Def& main);
 

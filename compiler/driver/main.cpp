@@ -182,7 +182,10 @@ ExitCode Main(int argc, char** argv) {
     case driver::Command::Explain:
       return static_cast<ExitCode>(driver::RunExplain(*options, std::cout, std::cerr));
     case driver::Command::Build:
+      if (options->shared) return static_cast<ExitCode>(driver::RunBuildShared(*options, std::cerr));
       return static_cast<ExitCode>(driver::RunBuild(*options, std::cout, std::cerr));
+    case driver::Command::Call:
+      return static_cast<ExitCode>(driver::RunCall(*options, std::cerr));
     case driver::Command::Lsp:
       return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, DefaultCheckOptions()));
     case driver::Command::Help:

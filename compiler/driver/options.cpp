@@ -99,6 +99,7 @@ constexpr CommandInfo kCommands[] = {
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"build", Command::Build, "compile FILE's `def main` and its kernels to an executable, or print device code",
      "usage: weft build FILE -o EXE [--target sm_90a|sm_80]\n"
+     "       weft build --shared FILE -o libNAME.so [--target sm_90a|sm_80] [--instance 'NAME TYPE...']...\n"
      "       weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_90a|sm_80]\n"
      "       weft build FILE --emit=graph\n"
      "\n"
@@ -109,6 +110,12 @@ constexpr CommandInfo kCommands[] = {
      "`save`, `print`, `arg`, `time`); its array-tier operations fuse into generated kernels (docs/graph.md;\n"
      "what the graph does not take yet, a `loop` in `main` for one, is refused with E0800).\n"
      "  -o EXE            the executable to write\n"
+     "  --shared          a shared library instead: each function of FILE whose types fix its\n"
+     "                    parameters' dtypes and ranks, callable through weft/library.h's C ABI and the\n"
+     "                    Python package (docs/python.md)\n"
+     "  --instance 'NAME TYPE...'  with --shared: also export polymorphic NAME at these parameter\n"
+     "                    types, dims written `_` (`--instance 'softmax bf16[_, _]'`)\n"
+     "  --only-instances  with --instance: export the instances and nothing else\n"
      "  --target T        sm_90a (wgmma, TMA: H100/H200; the default) or sm_80 (mma.sync, ldmatrix,\n"
      "                    cp.async: Ampere and newer)\n"
      "  --emit=ptx        print the PTX (after LLVM's O3 pipeline) of each kernel `main` calls, of\n"
@@ -120,6 +127,17 @@ constexpr CommandInfo kCommands[] = {
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
      "Environment: WEFT_CC (the C compiler driver that links, `cc` by default), WEFT_RUNTIME_LIB (the\n"
      "runtime archive to link), WEFT_PTXAS (ptxas, to embed cubins; empty: PTX only).\n"},
+    {"call", Command::Call, "call one function of FILE on .npy files, on the CPU interpreter",
+     "usage: weft call FILE NAME ARG.npy... --out DIR [--color=auto|always|never]\n"
+     "\n"
+     "Checks FILE and calls its function NAME on the tensors in the ARG.npy files, one a parameter, on\n"
+     "the CPU interpreter; writes its results to DIR/0.npy, DIR/1.npy, ... (one for a tensor, one per\n"
+     "element of a tuple). Sizes are bound from the arguments' shapes; a polymorphic function is\n"
+     "instantiated at the files' dtypes and ranks. The Python package's interpreter path (docs/python.md).\n"
+     "  --out DIR         where the results go\n"
+     "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
+     "An argument that its parameter's type or a `where` fact refuses is one line, `weft: error:\n"
+     "`NAME`: parameter `x` expects ...`, and exit status 1.\n"},
     {"lsp", Command::Lsp, "a language server for editors (the Language Server Protocol, on stdin and stdout)",
      "usage: weft lsp\n"
      "\n"
@@ -129,6 +147,10 @@ constexpr CommandInfo kCommands[] = {
      "with their types, and completion of the names in scope. Messages about the server itself go\n"
      "to standard error. `--stdio`, which some clients add, is accepted and changes nothing.\n"},
 };
+
+bool EmitGiven(const Options& options) {
+  return options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
+}
 
 // Splits `--name=value` or takes the value from the next argument.
 bool TakeValue(const std::vector<std::string>& args, std::size_t& i, const std::string& name, std::string& value) {
@@ -214,6 +236,14 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       options.cpu = true;
     } else if (options.command == Command::Run && arg == "--gpu") {
       options.gpu = true;
+    } else if (options.command == Command::Build && arg == "--shared") {
+      options.shared = true;
+    } else if (options.command == Command::Build && arg == "--only-instances") {
+      options.only_instances = true;
+    } else if (options.command == Command::Build && TakeValue(args, i, "instance", value)) {
+      options.instances.push_back(value);
+    } else if (options.command == Command::Call && TakeValue(args, i, "out", value)) {
+      options.out_dir = value;
     } else if (options.command == Command::Build && arg == "-o") {
       if (i + 1 == args.size()) {
         error = "-o needs the path of the executable to write";
@@ -328,6 +358,21 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
       error = "--kernel picks the kernel whose code --emit prints; an executable has every kernel `main` calls";
       return std::nullopt;
     }
+  }
+  if (options.command == Command::Build && options.shared && (EmitGiven(options) || options.output.empty())) {
+    error = "`weft build --shared` needs -o libNAME.so, and no --emit";
+    return std::nullopt;
+  }
+  if (options.command == Command::Build && !options.shared && (!options.instances.empty() || options.only_instances)) {
+    error = "--instance is for `weft build --shared`";
+    return std::nullopt;
+  }
+  if (options.command == Command::Call) {
+    if (options.inputs.size() < 2 || options.out_dir.empty()) {
+      error = "`weft call` needs FILE, NAME, the arguments' .npy files and --out DIR; run `weft call --help`";
+      return std::nullopt;
+    }
+    return options;
   }
   if (options.command == Command::Run && options.cpu && options.gpu) {
     error = "`weft run` takes --cpu or --gpu, not both";

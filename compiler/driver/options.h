@@ -11,7 +11,7 @@
 
 namespace weft::driver {
 
-enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain, Build };
+enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain, Build, Call };
 
 enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx, Graph };
 
@@ -30,8 +30,16 @@ struct Options {
   std::vector<std::string> program_args;
   bool cpu = false;
   bool gpu = false;
-  // `weft build -o EXE`: the executable to write.
+  // `weft build -o EXE`: the executable to write (with --shared: the shared library).
   std::string output;
+  // `weft build --shared`: a shared library of FILE's functions (docs/python.md); `--instance
+  // 'NAME TYPE...'` also exports an instance of a polymorphic one (`softmax f32[_, _]`).
+  bool shared = false;
+  std::vector<std::string> instances;
+  bool only_instances = false;  // --only-instances: export the instances alone (weft.compile's per call)
+  // `weft call FILE NAME IN.npy... --out DIR`: inputs[1] is NAME, inputs[2..] the arguments' files;
+  // the results go to DIR/0.npy, DIR/1.npy, ...
+  std::string out_dir;
   // `weft explain`, `weft simulate` and `weft build`: the kernel (explain: all when empty) and the target;
   // simulate: `name=value` sizes and the inputs' seed.
   std::string kernel;

@@ -170,6 +170,8 @@ def _build(source, weft, target, cache_dir, instances):
         command = [weft, "build", "--shared", source, "-o", partial, "--target", target]
         for instance in instances:
             command += ["--instance", instance]
+        if instances:
+            command.append("--only-instances")
         try:
             _run_weft(command)
             os.replace(partial, path)

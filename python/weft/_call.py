@@ -104,7 +104,8 @@ class Function:
                                 results)
         if status != lib.OK:
             raise _error(status, e.library.error())
-        from_dlpack = torch.utils.dlpack.from_dlpack
+        # torch.utils.dlpack.from_dlpack of a capsule is this call after a few checks.
+        from_dlpack = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
         outs = [from_dlpack(_capsule_new(results[r], _DLTENSOR, None)) for r in range(len(e.result_dtypes))]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
