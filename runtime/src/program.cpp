@@ -534,6 +534,7 @@ weft_dl_dtype DlDtype(Dtype d) {
 struct Managed {
   weft_dl_managed_tensor dl{};
   std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;  // C order, in elements (DLPack allows null; not every consumer does)
   std::vector<std::uint8_t> host;
   weft_device_ptr device = 0;
   void* stream = nullptr;
@@ -583,7 +584,10 @@ weft_dl_managed_tensor* MakeResult(weft_tensor& t, weft_library_results where, v
   dl.ndim = static_cast<std::int32_t>(m->shape.size());
   dl.dtype = DlDtype(t.host.dtype);
   dl.shape = m->shape.data();
-  dl.strides = nullptr;
+  m->strides.assign(m->shape.size(), 1);
+  for (std::size_t a = m->shape.size(); a-- > 1;)
+    m->strides[a - 1] = m->strides[a] * std::max<std::int64_t>(m->shape[a], 1);
+  dl.strides = m->strides.empty() ? nullptr : m->strides.data();
   dl.byte_offset = 0;
   m->dl.manager_ctx = m.get();
   m->dl.deleter = DeleteManaged;

@@ -42,7 +42,7 @@ typedef struct weft_dl_tensor {
   int32_t ndim;
   weft_dl_dtype dtype;
   int64_t* shape;
-  int64_t* strides; /* null: dense, C order */
+  int64_t* strides; /* in elements; results give C order's */
   uint64_t byte_offset;
 } weft_dl_tensor;
 typedef struct weft_dl_managed_tensor {
