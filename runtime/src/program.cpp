@@ -576,9 +576,12 @@ weft_dl_managed_tensor* MakeResult(weft_tensor& t, weft_library_results where, v
       t.moved = true;
       taken.emplace_back(&t, m->device);
     }
-    weft_device_info info{};
-    weft_check(weft_device_get_info(&info));
-    dl.device = {2, info.index};
+    static const int device = [] {
+      weft_device_info info{};
+      weft_check(weft_device_get_info(&info));
+      return info.index;
+    }();
+    dl.device = {2, device};
     dl.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(m->device));
   }
   dl.ndim = static_cast<std::int32_t>(m->shape.size());
@@ -664,10 +667,15 @@ weft_status weft_library_call(const weft_library_export* export_, const int64_t*
     // 2. The GPU, when the call uses it: its context current here, the work on the caller's stream.
     if (!call.shapes_only && (e.uses_gpu || gpu_arguments || where == WEFT_RESULTS_DEVICE)) {
       EnsureGpu();
-      std::string why = TargetMismatch(e.target);
-      if (!why.empty()) {
-        weft::runtime::SetFailingStatus(WEFT_ERROR_NO_DEVICE);
-        weft_fail(why.c_str());
+      // The target is checked once per export (a call's host time is the caller's launch latency).
+      static std::vector<const weft_library_export*> checked;
+      if (std::find(checked.begin(), checked.end(), &e) == checked.end()) {
+        std::string why = TargetMismatch(e.target);
+        if (!why.empty()) {
+          weft::runtime::SetFailingStatus(WEFT_ERROR_NO_DEVICE);
+          weft_fail(why.c_str());
+        }
+        checked.push_back(&e);
       }
       weft_check(weft::runtime::MakeCurrent());
       weft::runtime::SetStream(stream, true);
