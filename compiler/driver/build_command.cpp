@@ -967,12 +967,28 @@ int RunBuildShared(const Options& options, std::ostream& err) {
       e.param_dtypes.push_back(p.dtype);
       e.param_ranks.push_back(p.rank);
     }
-    // The results' dtypes, from the wrapper's `save`s (in order: `save "0"` first).
+    // The results' dtypes and types, from the wrapper's `save`s (`save "0"` is result 0): an
+    // instance's signature shows its own (`soft : bf16[s_0, n] -> bf16[s_0, n]`).
     e.result_dtypes.assign(static_cast<std::size_t>(w.results), Dtype::F32);
+    std::vector<std::string> result_types(static_cast<std::size_t>(w.results));
+    core::TypePrinter printer(c.result->vars);
     for (const graph::Node& n : program->graph->nodes) {
       if (n.kind != graph::Kind::Save) continue;
       std::size_t r = std::stoul(program->graph->Get(n.args[0]).text);
-      if (r < e.result_dtypes.size()) e.result_dtypes[r] = program->graph->Get(n.args[1]).dtype;
+      if (r >= e.result_dtypes.size()) continue;
+      const graph::Node& value = program->graph->Get(n.args[1]);
+      e.result_dtypes[r] = value.dtype;
+      std::string type(Spelling(value.dtype));
+      for (std::size_t a = 0; a < value.shape.size(); ++a)
+        type += (a ? ", " : "[") + printer.Print(value.shape[a]) + (a + 1 == value.shape.size() ? "]" : "");
+      result_types[r] = type;
+    }
+    if (requested[i]) {
+      e.signature = w.def + " : ";
+      for (const WrappedParam& p : w.params) e.signature += p.type + " -> ";
+      std::string results;
+      for (const std::string& t : result_types) results += (results.empty() ? "" : ", ") + t;
+      e.signature += result_types.size() == 1 ? results : "(" + results + ")";
     }
     const std::string object = temp.path() + "/export" + std::to_string(i) + ".o";
     if (!BuildObject(*program, *target, c.sources, options.output, object, c.diagnostics))
