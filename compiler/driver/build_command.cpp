@@ -823,10 +823,11 @@ std::variant<Wrapper, std::string> MakeWrapper(const core::Module& module, const
 std::uint32_t CheckWithWrapper(const std::string& path, std::string text, const core::Module& module, FileId file,
                                const SourceManager& sources, const Wrapper& wrapper, Checked& c) {
   if (const core::Def* main = module.Find("main"); main && main->span.file == file) {
-    std::string_view at = sources.Get(file).text().substr(main->span.begin, 4);
+    // The definition's span starts at `def`; its name is the first `main` after it.
+    std::size_t at = std::string_view(sources.Get(file).text()).find("main", main->span.begin);
     for (const char* name : {"m_in", "ma_n", "mai_", "m__n"}) {
-      if (at != "main" || module.Find(name)) continue;
-      text.replace(main->span.begin, 4, name);
+      if (at == std::string_view::npos || at >= text.size() || module.Find(name)) continue;
+      text.replace(at, 4, name);
       break;
     }
   }
