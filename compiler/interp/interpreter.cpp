@@ -100,6 +100,32 @@ void MatchTypes(const VarStore& vars, const TypeRef& pattern, const TypeRef& con
   }
 }
 
+// A dim linear in one size that `frame` does not know yet (`n + 1`, `2 * n`, `2 * n + m` with m
+// known): that size, and the value that makes the dim `actual` (nullopt when no natural number
+// does). Nothing for a dim of known sizes, of several unknown ones, or not linear in its unknown.
+struct Solved {
+  SizeVarId var;
+  std::optional<std::int64_t> value;
+};
+std::optional<Solved> SolveLinear(const Dim& dim, std::int64_t actual, const Frame& frame) {
+  std::optional<SizeVarId> unknown;
+  bool several = false;
+  auto at = [&](std::int64_t x) {
+    return core::Evaluate(dim, [&](SizeVarId v) -> std::int64_t {
+      if (std::optional<std::int64_t> size = frame.SizeOf(v)) return *size;
+      if (unknown && unknown->index != v.index) several = true;
+      unknown = v;
+      return x;
+    });
+  };
+  core::Result<std::int64_t> f0 = at(0), f1 = at(1), f2 = at(2);
+  if (several || !unknown || !f0 || !f1 || !f2) return std::nullopt;
+  std::int64_t slope = *f1 - *f0;
+  if (slope <= 0 || *f2 - *f1 != slope) return std::nullopt;
+  if (actual < *f0 || (actual - *f0) % slope != 0) return Solved{*unknown, std::nullopt};
+  return Solved{*unknown, (actual - *f0) / slope};
+}
+
 // Element types, sizes and shapes of `type` from a value of that type. A mismatch with what is
 // already known is an error (it is how `load`'s file is checked against the program).
 std::optional<std::string> MatchValue(const VarStore& vars, const TypeRef& type, const Value& value, Frame& frame) {
@@ -128,6 +154,16 @@ std::optional<std::string> MatchValue(const VarStore& vars, const TypeRef& type,
         frame.subst.sizes[v->index] = actual;
         frame.bound_new = true;
         return std::nullopt;
+      }
+      // A dim such as `n + 1` or `2 * n` binds its one unknown size (`f (x: f32[n + 1])` called
+      // with 5 elements has n = 4); before, n stayed unknown and its first use failed.
+      if (std::optional<Solved> solved = SolveLinear(r, actual, frame)) {
+        if (!solved->value) {
+          return "axis " + std::to_string(axis) + " is " + std::to_string(actual) + ", which `" +
+                 core::TypePrinter(vars).Print(r) + "` is for no size";
+        }
+        frame.subst.sizes[solved->var.index] = *solved->value;
+        frame.bound_new = true;
       }
       std::optional<std::int64_t> expected = frame.TryDim(r);
       if (expected && *expected != actual) {
