@@ -15,6 +15,10 @@ A page is read as a newcomer reads it, top to bottom, in a folder of its own:
   would: "`model.weft`:" creates it, "Add to the end of `model.weft`:" (or "add ... to the end of
   the file:", the last file named) appends the block after a blank line, "Change line 8 [of `model.weft`] to:" replaces that line with the block, "change the
   last line of `run.weft` to ..." replaces the last line.
+- A block of errors right after a ```weft block, its first line `FILE.weft:L:C: error[EN]`, is
+  that program's errors (docs/error_index.md's entries): the program is written to FILE.weft and
+  checked with `weft check` (`weft run --cpu` for E04xx, `weft explain` for E06xx, with the
+  `--target` its prose names), and its standard error must be the block.
 - `<!-- doc-test: skip REASON -->` before a block leaves it out, saying why (a command whose output
   needs a GPU, or one that takes minutes); `<!-- doc-test: run COMMAND -->` runs a command the page
   asks for in prose (`make deps`-style set-up is never run).
@@ -49,6 +53,8 @@ CREATE = re.compile(r"^`([^`\s]+)`:$")
 APPEND = re.compile(r"\b[Aa]dd\b.*\bto the end of (?:`([^`\s]+)`|the file)")
 CHANGE_LINE = re.compile(r"[Cc]hange line (\d+)(?: of `([^`\s]+)`)?(?: back)? to")
 CHANGE_LAST = re.compile(r"[Cc]hange the last line of `([^`\s]+)` to")
+DIAGNOSTIC = re.compile(r"^(\S+\.weft):\d+:\d+: error\[E(\d+)\]")
+TARGET = re.compile(r"`--target (sm_\w+)`")
 TIMEOUT = 120
 
 
@@ -110,10 +116,11 @@ class Page:
         return env
 
     def run(self, folder):
-        for entry in os.listdir(self.root):
-            if entry not in (".git", "build"):
-                os.symlink(os.path.join(self.root, entry), os.path.join(folder, entry))
+        for entry in top_level_entries(self.root):
+            os.symlink(os.path.join(self.root, entry), os.path.join(folder, entry))
+        previous = None
         for block in read_blocks(os.path.join(self.root, self.page), self.page):
+            block.previous, previous = previous, block
             where = "%s:%d" % (self.page, block.line)
             directives = [m.groups() for line in block.prose for m in DIRECTIVE.finditer(line)]
             if any(d[0] == "skip" for d in directives):
@@ -169,19 +176,22 @@ class Page:
             f.write(text)
         self.last_file = name
 
-    def execute(self, command, folder, stdin=None, merge=False):
+    def execute(self, command, folder, stdin=None, merge=False, stderr_only=False):
         try:
             done = subprocess.run(["bash", "-c", command], cwd=folder, env=self.env(), input=stdin,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
                                   timeout=TIMEOUT, text=True, errors="replace")
         except subprocess.TimeoutExpired:
             raise Failure("`%s` ran longer than %d s" % (command, TIMEOUT))
+        if stderr_only:
+            return done.stderr
         return done.stdout + ("" if merge else done.stderr)
 
     def transcript(self, block, folder, where):
         body = block.body
         first = next((line for line in body if line.strip()), "")
         if not (first.startswith("$ ") or first.startswith(REPL_PROMPT)):
+            self.diagnostics(block, folder, where, first)
             return
         steps, i = [], 0  # (command, index of its first output line, output lines, repl input)
         if first.startswith(REPL_PROMPT):
@@ -211,6 +221,29 @@ class Page:
                 return
         self.results.append((True, "%s: %d command%s" % (where, len(steps), "" if len(steps) == 1 else "s")))
 
+    def diagnostics(self, block, folder, where, first):
+        """An error index entry: a ```weft block, then the errors of the file that the first error
+        names. The file is checked (E04xx: run on the interpreter; E06xx: explained, for the target
+        the prose before the program names), and its standard error compared."""
+        m = DIAGNOSTIC.match(first)
+        previous = block.previous
+        if not m or previous is None or previous.lang != "weft" or block.lang:
+            return
+        name, number = m.group(1), int(m.group(2))
+        self.write(folder, name, "\n".join(previous.body) + "\n")
+        if 400 <= number < 500:
+            command = "weft run --cpu " + name
+        elif 600 <= number < 700:
+            target = TARGET.search(" ".join(previous.prose))
+            command = "weft explain " + name + (" --target " + target.group(1) if target else "")
+        else:
+            command = "weft check " + name
+        actual = self.execute(command, folder, stderr_only=True)
+        if not matches(block.body, actual):
+            self.fail(block, where, command, 0, block.body, actual, False)
+            return
+        self.results.append((True, "%s: `%s`" % (where, command)))
+
     @staticmethod
     def repl_step(command, lines, start):
         inputs, expected, in_input = [], [], False
@@ -234,6 +267,19 @@ class Page:
         if self.update and not repl and not any(is_elision(line) for line in expected):
             # The block's body starts on the line after the fence; `start` indexes the body.
             self.rewrites.append((block.line + start, len(expected), got, block.indent))
+
+
+def top_level_entries(root):
+    """The repository's tracked top-level files and folders (stray files of a checkout, a build
+    folder or an `.npy` left by hand, must not make a page pass), or all of them without git."""
+    try:
+        listed = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True, check=True).stdout
+        names = sorted({path.split("/")[0] for path in listed.split("\n") if path})
+        if names:
+            return names
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return [entry for entry in os.listdir(root) if entry not in (".git", "build")]
 
 
 def is_elision(line):
