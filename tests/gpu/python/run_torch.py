@@ -84,7 +84,9 @@ results = (ctypes.c_void_p * 1)()
 status = e.library.call(e.address, (ctypes.c_int64 * len(values))(*values),
                         torch._C._cuda_getCurrentRawStream(0), lib.RESULTS_DEVICE, results)
 written = lib.managed(results[0]).dl_tensor.data
-t = torch.utils.dlpack.from_dlpack(ctypes.pythonapi.PyCapsule_New(results[0], b"dltensor", None))
+ctypes.pythonapi.PyCapsule_New.restype = ctypes.py_object
+ctypes.pythonapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+t = torch.from_dlpack(ctypes.pythonapi.PyCapsule_New(results[0], b"dltensor", None))
 check("zero copy: the tensor's data_ptr is the buffer the kernel wrote",
       status == 0 and t.data_ptr() == written and written not in (x.data_ptr(), b.data_ptr()),
       "0x%x" % (written or 0))
