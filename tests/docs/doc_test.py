@@ -13,8 +13,9 @@ A page is read as a newcomer reads it, top to bottom, in a folder of its own:
   terminal gets) its output, standard error included where it falls.
 - A ```weft block (or any block) after a line that names a file makes that file, as the reader
   would: "`model.weft`:" creates it, "Add to the end of `model.weft`:" (or "add ... to the end of
-  the file:", the last file named) appends the block after a blank line, "Change line 8 [of `model.weft`] to:" replaces that line with the block, "change the
-  last line of `run.weft` to ..." replaces the last line.
+  the file:", the last file named) appends the block after a blank line, "Change line 8 [of
+  `model.weft`] to:" replaces that line with the block, "change the last line of `run.weft` to ..."
+  replaces the last line.
 - A block of errors right after a ```weft block, its first line `FILE.weft:L:C: error[EN]`, is
   that program's errors (docs/error_index.md's entries): the program is written to FILE.weft and
   checked with `weft check` (`weft run --cpu` for E04xx, `weft explain` for E06xx, with the
@@ -23,10 +24,10 @@ A page is read as a newcomer reads it, top to bottom, in a folder of its own:
   needs a GPU, or one that takes minutes); `<!-- doc-test: run COMMAND -->` runs a command the page
   asks for in prose (`make deps`-style set-up is never run).
 
-The page's folder holds a link to each top-level entry of the repository, so `examples/...` and
-`tests/...` paths work as they do in a checkout, and files the page makes stay in the folder.
+The page's folder holds a link to each tracked top-level entry of the repository, so `examples/...`
+and `tests/...` paths work as they do in a checkout, and files the page makes stay in the folder.
 
-usage: doc_test.py WEFT [--root DIR] [--update] [--jobs N] [PAGE...]
+usage: doc_test.py WEFT [--root DIR] [--update] [--jobs N] [-v] [PAGE...]
   WEFT      the compiler to test (build/dev/compiler/driver/weft in ctest)
   --update  rewrite the shown output of a failing transcript with what the command printed (not
             for blocks with `...` or REPL sessions); read the diff before committing it
