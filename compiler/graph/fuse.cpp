@@ -122,6 +122,22 @@ class Fuser {
     return true;
   }
 
+  // Whether group `g` reads the per-row value `id` (a reduction's result, shape [..rows]) only per
+  // row: through `expand` (back over the row), or through work at the same shape whose readers do
+  // so. A reader that broadcasts it as it is (`x - max x` with x: f32[8, 8]: aligned on the right,
+  // it varies along the row) reads another row's value; the reduction is then a kernel of its own.
+  bool ReadPerRow(NodeId id, std::int64_t g) const {
+    for (NodeId u : users_[id.index]) {
+      std::int64_t h = plan_.group_of[u.index];
+      if (h != g && h != kLooseView) continue;
+      const Node& un = Get(u);
+      if (un.kind == Kind::View && un.fn == "expand") continue;
+      bool same_shape = un.shape == Get(id).shape && (IsElementwiseKind(un.kind) || un.kind == Kind::View);
+      if (!same_shape || !ReadPerRow(u, g)) return false;
+    }
+    return true;
+  }
+
   // Whether a shape broadcasts to `space`: aligned on the right, each dim equal or a literal 1.
   static bool BroadcastsTo(const std::vector<Dim>& shape, const std::vector<Dim>& space) {
     if (shape.size() > space.size()) return false;
@@ -210,9 +226,9 @@ class Fuser {
         // A reduction joins the group that broadcasts its result back over its rows (or computes
         // on the per-row results): that group becomes a row kernel over the reduced rows.
         const std::vector<Dim>& rows = Get(n.args[0]).shape;
-        bool fits =
-            group && ((group->kind == GroupKind::Rows && group->space == rows) ||
-                      (group->kind == GroupKind::Elementwise && (group->space == rows || group->space == n.shape)));
+        bool over_rows = group && group->space == rows && ReadPerRow(id, only);
+        bool fits = group && ((group->kind == GroupKind::Rows && over_rows) ||
+                              (group->kind == GroupKind::Elementwise && (over_rows || group->space == n.shape)));
         if (fits) {
           group->kind = GroupKind::Rows;
           group->space = rows;
