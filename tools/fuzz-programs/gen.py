@@ -554,6 +554,8 @@ class Soundness:
                             a.dtype, a.dims)
         if form == "full":
             b = self.pick(lambda v: v.dtype == a.dtype and (v.rank == 0 or not self.good()))
+            if b is None:
+                return None
             dims = self.random_dims(rng.randrange(0, 3))
             return self.let("full %s %s" % (shape_text(dims), b.name), a.dtype, dims)
         if form == "if":
