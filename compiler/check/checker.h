@@ -145,6 +145,16 @@ class Checker {
   TypeRef InferShapeBuiltin(const std::string& name, const syntax::Expr& e, const syntax::expr::Apply& apply);
   TypeRef Elementwise(std::string_view verb, BinaryTypes kind, syntax::ExprId lhs, const TypeRef& lt,
                       syntax::ExprId rhs, const TypeRef& rt, Span span);
+  // One operand of an elementwise operation: where it is, and its type (printed only for an error).
+  struct Operand {
+    Span span;
+    LazyText text;
+  };
+  // The shape part of an elementwise operation: broadcasts the operands' shapes (trailing dims
+  // aligned, 1 stretching), reporting a mismatch (E0205), dims it cannot prove equal (E0215) or an
+  // ambiguous alignment (E0216) as `cannot VERB `L` and `R``. Returns `out[shape]`.
+  TypeRef BroadcastOperands(std::string_view verb, Elem out, const Operand& left, const Operand& right,
+                            const std::vector<Note>& notes);
   std::optional<Dim> ExprToDim(syntax::ExprId id);
   std::optional<std::vector<Dim>> ShapeArgument(syntax::ExprId id);
   // Unifies, reporting a mismatch as `context: expected A, found B` at `span`.

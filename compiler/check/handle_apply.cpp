@@ -45,14 +45,18 @@ TypeRef Checker::InferApply(const syntax::Expr& e, const syntax::expr::Apply& ap
     if (builtin && var->name == "select" && apply.args.size() == 3) {
       TypeRef ct = Infer(apply.args[0]), at = Infer(apply.args[1]), bt = Infer(apply.args[2]);
       TypeRef values = Elementwise("select between", BinaryTypes::Choice, apply.args[1], at, apply.args[2], bt, e.span);
-      // The condition broadcasts against the values; it must be bool.
-      Shape s = Shape::Spread(vars_.NewShapeVar());
-      Expect(MakeTensor(Elem{Dtype::Bool}, s), ct, ast_->Get(apply.args[0]).span, "the condition of `select`");
-      Shape vs = std::get<TensorType>(vars_.Resolve(values)->node).shape;
-      Broadcast b = BroadcastShapes(unifier_, vars_, vars_.Resolve(s), vs);
-      RecordDeferred(ast_->Get(apply.args[0]).span, "the condition of `select`");
+      // The condition is bool, and broadcasts against the values as they do against each other: a
+      // condition no broadcast can align with the values is an error here, not at run time.
+      Span cspan = ast_->Get(apply.args[0]).span;
+      if (!Expect(MakeTensor(Elem{Dtype::Bool}, Shape::Spread(vars_.NewShapeVar())), ct, cspan,
+                  "the condition of `select`")) {
+        return values;
+      }
       Elem elem = std::get<TensorType>(vars_.Resolve(values)->node).elem;
-      return MakeTensor(elem, b.status == Broadcast::Status::Ok ? b.shape : vs);
+      std::vector<Note> notes = OperandNotes(apply.args[0], apply.args[1]);
+      return BroadcastOperands(
+          "select with the condition", elem, {cspan, LazyText{&vars_, ct}},
+          {ast_->Get(apply.args[1]).span.To(ast_->Get(apply.args[2]).span), LazyText{&vars_, values}}, notes);
     }
   }
   f = Infer(apply.callee);

@@ -259,6 +259,16 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
     }
     if (kind != BinaryTypes::Comparison && kind != BinaryTypes::Equality) unifier_.UnifyElem(elem, le);
   }
+  Elem out = kind == BinaryTypes::Comparison || kind == BinaryTypes::Equality ? Elem{Dtype::Bool} : vars_.Resolve(elem);
+  return BroadcastOperands(verb, out, {lspan, ltext}, {rspan, rtext}, notes);
+}
+
+TypeRef Checker::BroadcastOperands(std::string_view verb, Elem out, const Operand& left, const Operand& right,
+                                   const std::vector<Note>& notes) {
+  Span lspan = left.span, rspan = right.span;
+  LazyText ltext = left.text, rtext = right.text;
+  const TypeRef& lt = left.text.type;
+  const TypeRef& rt = right.text.type;
   Shape a = std::get<TensorType>(vars_.Resolve(lt)->node).shape;
   Shape b = std::get<TensorType>(vars_.Resolve(rt)->node).shape;
   Broadcast result = BroadcastShapes(unifier_, vars_, a, b);
@@ -279,7 +289,6 @@ TypeRef Checker::Elementwise(std::string_view verb, BinaryTypes kind, syntax::Ex
     Oblige(
         goal, [report_shapes, eq](bool refuted) { report_shapes(refuted, eq.lhs, eq.rhs); }, what);
   }
-  Elem out = kind == BinaryTypes::Comparison || kind == BinaryTypes::Equality ? Elem{Dtype::Bool} : vars_.Resolve(elem);
   switch (result.status) {
     case Broadcast::Status::Ok:
       return MakeTensor(out, result.shape);
@@ -372,6 +381,16 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     if (batch.status == Broadcast::Status::Mismatch) {
       diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, "multiply", ltext.str(), rtext.str(),
                         "batch dimensions: " + batch.message);
+    } else if (batch.status == Broadcast::Status::Ambiguous) {
+      // As for elementwise operators: decided once the definition is inferred, or an error then.
+      ShapeVarId r = vars_.NewShapeVar();
+      pending_.push_back(
+          {lb, rb, r, [this, ltext, rtext, lspan, rspan] {
+             Diagnostic& error =
+                 diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, "multiply", ltext.str(), rtext.str());
+             error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
+           }});
+      result = Shape::Spread(r);
     }
     if (result.spread) {
       result.after.push_back(Dim::Var(m));
