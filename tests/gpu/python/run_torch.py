@@ -1,5 +1,5 @@
-"""weft from PyTorch on a GPU (docs/python.md): correctness, zero copy, streams, torch.compile, and
-the cost of a call beside Triton's launch from Python. Runs on the lent GPU machine, which has
+"""weft from PyTorch on a GPU (docs/python.md): correctness, zero copy, streams, shape errors,
+torch.compile, and rmsnorm beside PyTorch's in one process. Runs on the lent GPU machine, which has
 PyTorch and Triton but no weft compiler: the library is built here and carried.
 
     weft build --shared tests/gpu/python/ops.weft -o .gpu/libops.so \
@@ -11,9 +11,7 @@ Prints one line per check (PASS/FAIL) and the timings; exits 1 if a check failed
 
 import ctypes
 import json
-import statistics
 import sys
-import time
 
 try:
     import torch
@@ -130,77 +128,8 @@ try:
 except Exception as error:  # noqa: BLE001
     check("torch.compile'd weft op equals eager", False, repr(error)[:400])
 
-# ---- the cost of a call: weft vs Triton, a one-kernel function on a small tensor ----
-timing = {}
-try:
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def scale_add_kernel(x_ptr, b_ptr, y_ptr, d, total, BLOCK: tl.constexpr):
-        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = i < total
-        v = tl.load(x_ptr + i, mask=m) * 2.0 + tl.load(b_ptr + i % d, mask=m)
-        tl.store(y_ptr + i, v, mask=m)
-
-    def triton_scale_add(x, b):
-        y = torch.empty_like(x)
-        n = x.numel()
-        scale_add_kernel[(triton.cdiv(n, 1024),)](x, b, y, x.shape[1], n, BLOCK=1024)
-        return y
-except ImportError:
-    triton_scale_add = None
-
-
-def measure(name, fn, *args, calls=2000, repeats=5):
-    for _ in range(50):
-        fn(*args)
-    torch.cuda.synchronize()
-    # GPU time of one call (events around each, the GPU idle before): the kernel's own time.
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    gpu = []
-    for _ in range(200):
-        torch.cuda.synchronize()
-        start.record()
-        fn(*args)
-        end.record()
-        end.synchronize()
-        gpu.append(start.elapsed_time(end) * 1000)
-    # Wall time per call of back-to-back calls (what a Python loop pays), median of repeats.
-    wall = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        torch.cuda.synchronize()
-        wall.append((time.perf_counter() - t0) / calls * 1e6)
-    # Host time of one call alone (launch only, the GPU not waited for).
-    host = []
-    for _ in range(200):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn(*args)
-        host.append((time.perf_counter() - t0) * 1e6)
-    r = {"gpu_us": statistics.median(gpu), "wall_us_per_call": statistics.median(wall),
-         "host_us_per_call": statistics.median(host)}
-    r["over_kernel_us"] = r["wall_us_per_call"] - r["gpu_us"]
-    timing[name] = r
-    print("%-28s kernel %.2f us (events), back-to-back %.2f us/call, host %.2f us/call, over kernel %.2f us" % (
-        name, r["gpu_us"], r["wall_us_per_call"], r["host_us_per_call"], r["over_kernel_us"]), flush=True)
-
-
-for shape in [(1024, 1024), (4096, 4096)]:
-    xs = randn(*shape)
-    bs = randn(shape[1])
-    tag = "%dx%d" % shape
-    measure("weft scale_add " + tag, mod.scale_add, xs, bs)
-    if triton_scale_add is not None:
-        measure("triton scale_add " + tag, triton_scale_add, xs, bs)
-    measure("torch x*2+b " + tag, lambda x, b: x * 2.0 + b, xs, bs)
-    measure("weft op (torch.library) " + tag, mod.scale_add.op, xs, bs)
-report["timing"] = timing
+# The cost of a call beside Triton's launch and PyTorch's op: tests/gpu/python/overhead.py (kernel
+# times from the profiler; events around one call would count the host's launch too).
 
 # ---- a bench beside PyTorch in the same process: rmsnorm bf16 [16384, 4096] ----
 xr = randn(16384, 4096, dtype=torch.bfloat16)
