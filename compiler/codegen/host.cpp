@@ -759,7 +759,7 @@ void Lowering::LowerMain() {
   llvm::StructType::create(ctx_, {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()},
                            "weft_program_tensor_map");
   // An export of a shared library is `void SYMBOL(void)`: weft_library_call sets up its arguments
-  // and takes its results (`load` and `save` of its wrapper, driver/shared_library.h), and a failed
+  // and takes its results (`load` and `save` of its wrapper, driver/build_command.cpp, docs/python.md), and a failed
   // check unwinds to it as a C++ exception, so the function has unwind tables.
   const bool exported = !options_.export_symbol.empty();
   auto* type = exported ? llvm::FunctionType::get(b_.getVoidTy(), {}, false)

@@ -79,7 +79,7 @@ struct HostOptions {
   // How `main`'s graph fuses: the driver's, so that the plan's generated epilogue kernels are the
   // ones it checked into `stdlib` (graph/epilogue.h).
   graph::FuseOptions fuse;
-  // Not empty: `main` (a wrapper of an export, driver/shared_library.h) becomes `void SYMBOL(void)`
+  // Not empty: `main` (a wrapper of an export, driver/build_command.cpp, docs/python.md) becomes `void SYMBOL(void)`
   // of a shared library, called by weft_library_call (weft/library.h) instead of starting and
   // ending a program; its `load`s take the call's arguments and its `save`s give its results.
   std::string export_symbol;
