@@ -645,7 +645,8 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
               // A literal's element type is bound to the list's, not the list's to it, so that a
               // later element that does not fit is described as itself: after `[1.0,`, a `true`
               // is "`bool` is not a `float` type", not "found a float literal" under the `true`.
-              const auto* tensor = std::get_if<TensorType>(&vars_.Resolve(found)->node);
+              TypeRef resolved = vars_.Resolve(found);  // kept alive: `tensor` points into it
+              const auto* tensor = std::get_if<TensorType>(&resolved->node);
               if (tensor && vars_.Resolve(tensor->elem).is_var()) unifier_.UnifyElem(tensor->elem, Elem{t});
               Expect(element, found, ast_->Get(x).span, "an element of a tensor literal");
             }
