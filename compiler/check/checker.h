@@ -84,11 +84,16 @@ struct KernelContext {
   std::vector<std::optional<Placement>> param_spaces;
 };
 
-// A broadcast whose alignment was ambiguous when first seen.
+// A broadcast whose alignment was ambiguous when first seen, retried once the definition's body is
+// inferred (RetryBroadcasts). Then it may still be ambiguous (`report` with an empty detail), turn
+// out not to broadcast or not to fit what the result became meanwhile (`report` with the detail),
+// or need dims proved equal (`report_dims`, as obligations: refuted or unproved).
 struct PendingBroadcast {
   Shape lhs, rhs;
   ShapeVarId result;
-  std::function<void()> report_ambiguous;
+  Span span;  // the operation's
+  std::function<void(const std::string& detail)> report;
+  std::function<void(bool refuted, const Dim& x, const Dim& y)> report_dims;
 };
 
 // The names an annotation introduces, per definition.

@@ -301,13 +301,15 @@ TypeRef Checker::BroadcastOperands(std::string_view verb, Elem out, const Operan
     }
     case Broadcast::Status::Ambiguous: {
       ShapeVarId r = vars_.NewShapeVar();
-      pending_.push_back({a, b, r, [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes] {
-                            Diagnostic& error =
-                                diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext.str(), rtext.str());
-                            error.notes.push_back(
-                                MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
-                            error.notes.insert(error.notes.end(), notes.begin(), notes.end());
-                          }});
+      auto report = [this, verb = std::string(verb), ltext, rtext, lspan, rspan, notes](const std::string& detail) {
+        Diagnostic& error =
+            detail.empty()
+                ? diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, verb, ltext.str(), rtext.str())
+                : diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, verb, ltext.str(), rtext.str(), detail);
+        error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the other operand", rtext.str()));
+        error.notes.insert(error.notes.end(), notes.begin(), notes.end());
+      };
+      pending_.push_back({a, b, r, lspan, report, report_shapes});
       return MakeTensor(out, Shape::Spread(r));
     }
   }
@@ -384,12 +386,22 @@ TypeRef Checker::InferBinary(const syntax::Expr& e, const syntax::expr::Binary& 
     } else if (batch.status == Broadcast::Status::Ambiguous) {
       // As for elementwise operators: decided once the definition is inferred, or an error then.
       ShapeVarId r = vars_.NewShapeVar();
-      pending_.push_back(
-          {lb, rb, r, [this, ltext, rtext, lspan, rspan] {
-             Diagnostic& error =
-                 diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, "multiply", ltext.str(), rtext.str());
-             error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
-           }});
+      auto report = [this, ltext, rtext, lspan, rspan](const std::string& detail) {
+        Diagnostic& error = detail.empty() ? diagnostics_.Emit(DiagnosticKind::AmbiguousRank, lspan, "multiply",
+                                                               ltext.str(), rtext.str())
+                                           : diagnostics_.Emit(DiagnosticKind::ShapeMismatch, lspan, "multiply",
+                                                               ltext.str(), rtext.str(), "batch dimensions: " + detail);
+        error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
+      };
+      auto report_dims = [this, ltext, rtext, lspan, rspan](bool refuted, const Dim& x, const Dim& y) {
+        TypePrinter p(vars_);
+        std::string detail = "batch dimensions `" + p.Print(x) + "` and `" + p.Print(y) + "` " +
+                             (refuted ? "differ" : "may differ; add `where " + p.Print(x) + " == " + p.Print(y) + "`");
+        Diagnostic& error = diagnostics_.Emit(refuted ? DiagnosticKind::ShapeMismatch : DiagnosticKind::UnprovedDims,
+                                              lspan, "multiply", ltext.str(), rtext.str(), detail);
+        error.notes.push_back(MakeNote(DiagnosticKind::NoteHasType, rspan, "the right operand", rtext.str()));
+      };
+      pending_.push_back({lb, rb, r, lspan, report, report_dims});
       result = Shape::Spread(r);
     }
     if (result.spread) {

@@ -321,18 +321,35 @@ void Checker::RetryBroadcasts(bool report) {
   while (progress && !pending_.empty()) {
     progress = false;
     for (std::size_t i = 0; i < pending_.size(); ++i) {
-      PendingBroadcast& p = pending_[i];
+      PendingBroadcast p = pending_[i];
       Broadcast b = BroadcastShapes(unifier_, vars_, p.lhs, p.rhs);
       if (b.status == Broadcast::Status::Ambiguous) continue;
-      if (b.status == Broadcast::Status::Ok) unifier_.UnifyShape(Shape::Spread(p.result), b.shape);
-      unifier_.TakeDeferred();
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      // What was deferred is checked now, never dropped: a mismatch, the result's shape against what
+      // the rest of the definition made it (`map (fn t -> t + x)` with x: f32[3] makes it `[]`), and
+      // the dims the broadcast needs equal.
+      std::string detail = b.message;
+      if (b.status == Broadcast::Status::Ok) {
+        if (auto m = unifier_.UnifyShape(Shape::Spread(p.result), b.shape)) {
+          detail = "its result is needed with another shape here: " + m->message;
+        }
+      }
+      if (!detail.empty()) {
+        unifier_.TakeDeferred();
+        if (report) p.report(detail);
+      } else {
+        for (DeferredEquality& eq : unifier_.TakeDeferred()) {
+          Oblige(
+              DimFact{eq.lhs, Relation::kEq, eq.rhs, p.span},
+              [p, eq](bool refuted) { p.report_dims(refuted, eq.lhs, eq.rhs); }, "a broadcast");
+        }
+      }
       progress = true;
       break;
     }
   }
   if (report) {
-    for (PendingBroadcast& p : pending_) p.report_ambiguous();
+    for (PendingBroadcast& p : pending_) p.report("");
   }
   pending_.clear();
 }
