@@ -10,6 +10,9 @@ PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools l
             python3-numpy python3-pytest nlohmann-json3-dev
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
+# The kernel fuzzer's inputs are whole kernels (the stdlib's attention is 5 KB), and one input runs
+# synthesis, LLVM and the simulator twice under the sanitizers: more bytes and time an input.
+KERNEL_FUZZ := FUZZ_MAX_LEN=8192 FUZZ_TIMEOUT=60
 
 .PHONY: editors-deps editors-npm editors-test editor-screenshot vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp bench-synth format format-check clean
 
@@ -39,14 +42,16 @@ run: build-release
 	./build/release/compiler/driver/weft run $(EXAMPLE)
 
 # Check the formatting, build the dev preset and the fuzz harnesses, run unit + lit tests under the
-# sanitizers, then fuzz the parser and the checker for $(FUZZ_SECONDS) seconds each. Prints the build
-# and test times at the end.
+# sanitizers (the kernel fuzzer's corpus replayed among them), prove that run-fuzzer fails on a
+# finding, then fuzz the parser and the checker for $(FUZZ_SECONDS) seconds each (`make fuzz` runs
+# every harness, the kernel fuzzer too). Prints the build and test times at the end.
 test:
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory format-check build-dev build-fuzz || exit 1; \
 	built=$$(date +%s); \
 	ctest --preset dev -j2 || exit 1; \
 	$(MAKE) --no-print-directory editors-test || exit 1; \
+	tests/fuzz/run-fuzzer-test || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS) || exit 1; \
 	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS) || exit 1; \
 	done=$$(date +%s); \
@@ -92,8 +97,11 @@ editor-screenshot: editors-deps build-release
 	WEFT=$(CURDIR)/build/release/compiler/driver/weft tools/editor-screenshot
 
 fuzz: build-fuzz
+	cmake --build build/fuzz --target kernel_fuzzer
+	tests/fuzz/run-fuzzer-test
 	tools/run-fuzzer build/fuzz/tests/fuzz/parser_fuzzer tests/fuzz/corpus/parser $(FUZZ_SECONDS)
 	tools/run-fuzzer build/fuzz/tests/fuzz/check_fuzzer tests/fuzz/corpus/check $(FUZZ_SECONDS)
+	$(KERNEL_FUZZ) tools/run-fuzzer build/fuzz/tests/fuzz/kernel_fuzzer tests/fuzz/corpus/kernel $(FUZZ_SECONDS)
 
 # Generated-program fuzzing (docs/testing.md): the soundness oracle on N programs from seed SEED
 # (release build; each finding's program in /tmp/findings), and the differential fuzzer's half
