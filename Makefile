@@ -12,7 +12,7 @@ EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60
 # The kernel fuzzer's inputs are whole kernels (the stdlib's attention is 5 KB), and one input runs
 # synthesis, LLVM and the simulator twice under the sanitizers: more bytes and time an input.
-KERNEL_FUZZ := FUZZ_MAX_LEN=8192 FUZZ_TIMEOUT=60
+KERNEL_FUZZ := FUZZ_MAX_LEN=8192 FUZZ_TIMEOUT=120
 
 .PHONY: editors-deps editors-npm editors-test editor-screenshot vsix deps configure-dev build-dev build-release build-fuzz run test unit fuzz bench-check bench-interp bench-lsp bench-synth format format-check clean
 
