@@ -1108,28 +1108,11 @@ Result<std::monostate, std::string> LinkShared(const std::string& cc, const std:
 
 Result<std::monostate, std::string> Link(const std::string& cc, const std::string& object, const std::string& runtime,
                                          const std::string& output) {
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
   // libstdc++ and libgcc statically (the runtime is C++), libc, libm and libdl dynamically: the
   // executable needs only libc and, to run kernels, the NVIDIA driver it loads with dlopen.
-  std::string command = cc + " -o " + quote(output) + " " + quote(object) + " " + quote(runtime) +
-                        " -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lm -ldl -lpthread 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return "cannot run `" + cc + "`";
-  std::string messages;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe)) messages += buffer;
-  int status = pclose(pipe);
-  if (status != 0) {
-    std::string line;
-    for (char c : messages) line += c == '\n' ? ' ' : c;
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    return "`" + cc + "` failed to link `" + output + "`" + (line.empty() ? "" : ": " + line);
-  }
-  return std::monostate{};
+  std::string command = cc + " -o " + ShellQuote(output) + " " + ShellQuote(object) + " " + ShellQuote(runtime) +
+                        " -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lm -ldl -lpthread";
+  return RunLinker(cc, command, output);
 }
 
 }  // namespace weft::codegen
