@@ -341,7 +341,7 @@ void Checker::RetryBroadcasts(bool report) {
         for (DeferredEquality& eq : unifier_.TakeDeferred()) {
           Oblige(
               DimFact{eq.lhs, Relation::kEq, eq.rhs, p.span},
-              [p, eq](bool refuted) { p.report_dims(refuted, eq.lhs, eq.rhs); }, "a broadcast");
+              [report = p.report_dims, eq](bool refuted) { report(refuted, eq.lhs, eq.rhs); }, "a broadcast");
         }
       }
       progress = true;

@@ -42,6 +42,8 @@ std::optional<runtime::HostTensor> ParseScalar(Dtype dtype, const std::string& t
   return interp::ScalarFromInt(dtype, value);
 }
 
+}  // namespace
+
 bool Holds(std::int64_t lhs, core::RelOp relation, std::int64_t rhs) {
   switch (relation) {
     case core::RelOp::kEq:
@@ -59,8 +61,6 @@ bool Holds(std::int64_t lhs, core::RelOp relation, std::int64_t rhs) {
   }
   return false;
 }
-
-}  // namespace
 
 std::string NameList(const std::vector<std::string>& names) {
   std::string out;

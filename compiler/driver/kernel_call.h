@@ -34,6 +34,9 @@ struct KernelCall {
   bool narrow_float = false;  // a float parameter of 16 bits or fewer: gpu.md's 1e-2 tolerance, else 1e-5
 };
 
+// Whether `lhs relation rhs` holds: a `where` fact with its sizes evaluated.
+bool Holds(std::int64_t lhs, core::RelOp relation, std::int64_t rhs);
+
 // `a`, `b`, `c`
 std::string NameList(const std::vector<std::string>& names);
 

@@ -72,24 +72,6 @@ std::string Ptxas(const std::string& ptx, const std::string& arch) {
   return log.str().empty() ? "ptxas failed" : log.str();
 }
 
-bool Holds(std::int64_t lhs, core::RelOp relation, std::int64_t rhs) {
-  switch (relation) {
-    case core::RelOp::kEq:
-      return lhs == rhs;
-    case core::RelOp::kNe:
-      return lhs != rhs;
-    case core::RelOp::kLt:
-      return lhs < rhs;
-    case core::RelOp::kLe:
-      return lhs <= rhs;
-    case core::RelOp::kGt:
-      return lhs > rhs;
-    case core::RelOp::kGe:
-      return lhs >= rhs;
-  }
-  return false;
-}
-
 // Whether every `where` fact that mentions only sizes in `sizes` holds for them.
 bool FactsHold(const tile::Kernel& kernel, const std::map<core::SizeVarId, std::int64_t>& sizes) {
   for (const core::DimFact& fact : kernel.where) {
@@ -99,7 +81,7 @@ bool FactsHold(const tile::Kernel& kernel, const std::map<core::SizeVarId, std::
     if (!known) continue;
     auto value = [&](core::SizeVarId var) { return sizes.at(var); };
     auto lhs = core::Evaluate(fact.lhs, value), rhs = core::Evaluate(fact.rhs, value);
-    if (lhs && rhs && !Holds(*lhs, fact.relation, *rhs)) return false;
+    if (lhs && rhs && !driver::Holds(*lhs, fact.relation, *rhs)) return false;
   }
   return true;
 }
