@@ -112,6 +112,9 @@ class Module:
                 raise AttributeError("weft module %s has no exported function `%s` (exports: %s)" % (
                     self.library.path, name, ", ".join(sorted({e.name for e in self.library.exports})) or "none"))
             functions[name] = Function(self, name)
+        if not hasattr(Module, name):
+            # In the instance's dict, `mod.NAME` no longer comes here (a call's cost: docs/python.md).
+            self.__dict__[name] = functions[name]
         return functions[name]
 
     def __dir__(self):

@@ -1,5 +1,21 @@
 """Calling an exported function: PyTorch CUDA tensors (zero copy), NumPy arrays on the GPU or the
-CPU interpreter (docs/python.md)."""
+CPU interpreter (docs/python.md).
+
+A call on CUDA tensors is a launch, and its host time is the caller's launch latency, so that path is
+written for it (docs/python.md, "The cost of a call"):
+
+1. Each argument is read once for a key: its dtype, shape, device index and contiguity
+   (`_key`). A Function keeps a *plan* per key (`_Plan`): the export for those dtypes and ranks and
+   the call's packed arguments (library.h's int64 layout) with the data addresses left blank.
+2. A call whose key has a plan copies the plan's buffer, writes each argument's `data_ptr()` in,
+   and calls the library on PyTorch's current stream; the library runs every check of the
+   parameters' types and `where` facts at each call, so a plan caches packing, never a verdict.
+3. Any other call (a first call, a non-contiguous tensor, a tensor on another GPU, NumPy arrays)
+   takes the general path, which checks the arguments in Python, makes the plan and runs it.
+
+Everything that packs arguments or reads results for the library lives here: _torch.py's fake
+implementation uses `call_export` and `result_shape` too.
+"""
 
 import array
 import ctypes
@@ -19,30 +35,121 @@ _NUMPY_NAMES = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "i
                 "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "float32": "f32",
                 "float64": "f64"}
 _WEFT_TO_NUMPY = {v: k for k, v in _NUMPY_NAMES.items()}
+_TORCH_NAMES = dict(_NUMPY_NAMES, bfloat16="bf16", float8_e4m3fn="f8e4m3", float8_e5m2="f8e5m2")
 
-_torch_dtypes = None  # torch.dtype -> (weft name, weft code), made on first use
+_torch_dtypes = (None, None)  # (the torch module, torch.dtype -> weft's name), made on first use
+
+# The GPU the libraries run on (the runtime reads the same variable: runtime/src/runtime.cpp).
+_GPU_TEXT = os.environ.get("WEFT_DEVICE") or "0"
+GPU_INDEX = int(_GPU_TEXT) if _GPU_TEXT.isdigit() else 0
+
+_PLANS_KEPT = 256  # plans a Function keeps (a new key past that starts the cache afresh)
 
 
-def _torch_table(torch):
+def torch_dtypes(torch):
+    """torch.dtype -> weft's dtype name, for the dtypes both have."""
     global _torch_dtypes
-    if _torch_dtypes is None:
-        pairs = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
-                 "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "bfloat16": "bf16",
-                 "float32": "f32", "float64": "f64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+    if _torch_dtypes[0] is not torch:
         table = {}
-        for torch_name, weft_name in pairs.items():
+        for torch_name, weft_name in _TORCH_NAMES.items():
             dtype = getattr(torch, torch_name, None)
             if dtype is not None:
-                table[dtype] = (weft_name, lib.DTYPE_CODE[weft_name])
-        _torch_dtypes = table
-    return _torch_dtypes
+                table[dtype] = weft_name
+        _torch_dtypes = (torch, table)
+    return _torch_dtypes[1]
 
 
 def torch_dtype(torch, weft_name):
-    for dtype, (name, _) in _torch_table(torch).items():
+    for dtype, name in torch_dtypes(torch).items():
         if name == weft_name:
             return dtype
     raise TypeError("PyTorch has no dtype for weft's %s" % weft_name)
+
+
+# ---- the library's call, packed (library.h): one place for every path ----
+
+def pack(arguments):
+    """library.h's int64 values for `arguments`: (address, where, weft dtype name, shape) each."""
+    values = []
+    for address, where, dtype, shape in arguments:
+        values += (address, where, lib.DTYPE_CODE[dtype], len(shape))
+        values += shape
+    return values
+
+
+def call_export(e, values, stream, where):
+    """Calls export `e` on packed `values`; the results' DLManagedTensor addresses, which the caller
+    releases (lib.release) or hands to DLPack. Raises ShapeError or WeftError for a failure."""
+    packed = array.array("q", values)
+    results = array.array("q", bytes(8 * max(len(e.result_dtypes), 1)))
+    status = e.library.call(e.address, packed.buffer_info()[0] if values else None, stream, where,
+                            results.buffer_info()[0])
+    if status != lib.OK:
+        raise _error(status, e.library.error())
+    return list(results[:len(e.result_dtypes)])
+
+
+def result_shape(address):
+    dl = lib.managed(address).dl_tensor
+    return tuple(dl.shape[i] for i in range(dl.ndim))
+
+
+def _key(args):
+    """What a plan depends on, per argument: dtype, shape, device index (-1: the CPU), contiguity.
+    Raises AttributeError for anything that is not a tensor (a NumPy array has no get_device)."""
+    return tuple([(x.dtype, x.shape, x.get_device(), x.is_contiguous()) for x in args])
+
+
+class _Plan:
+    """A call on CUDA tensors of one key: the export and its packed arguments (data addresses blank,
+    then one slot per result, which the library writes)."""
+
+    __slots__ = ("call", "export", "template", "offsets", "first_result", "results_at", "count", "library",
+                 "stream", "from_dlpack")
+
+    def __init__(self, e, dtypes, shapes, torch):
+        self.call = e.library.call
+        self.export = e.address
+        self.library = e.library
+        values = pack((0, lib.DEVICE_GPU, dtype, shape) for dtype, shape in zip(dtypes, shapes))
+        offsets, at = [], 0
+        for shape in shapes:
+            offsets.append(at)
+            at += 4 + len(shape)
+        self.offsets = tuple(offsets)
+        self.count = len(e.result_dtypes)
+        self.first_result = len(values)
+        self.results_at = 8 * len(values)
+        self.template = array.array("q", values + [0] * max(self.count, 1)).tobytes()
+        self.stream = torch._C._cuda_getCurrentRawStream
+        # torch.utils.dlpack.from_dlpack of a capsule is this after a few checks.
+        self.from_dlpack = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
+
+    def run(self, args):
+        buffer = array.array("q", self.template)
+        for at, x in zip(self.offsets, args):
+            buffer[at] = x.data_ptr()
+        address = buffer.buffer_info()[0]
+        status = self.call(self.export, address, self.stream(GPU_INDEX), 0, address + self.results_at)  # 0: RESULTS_DEVICE
+        if status:
+            raise _error(status, self.library.error())
+        first = self.first_result
+        if self.count == 1:
+            return self.from_dlpack(_capsule_new(buffer[first], _DLTENSOR, None))
+        return _tensors(self.from_dlpack, buffer[first:first + self.count])
+
+
+def _tensors(from_dlpack, addresses):
+    """Several results as tensors; those not taken when one fails are released."""
+    outs = []
+    try:
+        for address in addresses:
+            outs.append(from_dlpack(_capsule_new(address, _DLTENSOR, None)))
+    except BaseException:
+        for address in addresses[len(outs) + 1:]:
+            lib.release(address)
+        raise
+    return tuple(outs)
 
 
 class Function:
@@ -51,7 +158,8 @@ class Function:
     def __init__(self, module, name):
         self._module = module
         self.__name__ = name
-        self._exports = {}  # (dtypes, ranks) -> Export: the call's fast path
+        self._exports = {}  # (dtypes, ranks) -> Export
+        self._plans = {}  # _key(args) -> _Plan: CUDA tensors' fast path
         self._op = None
 
     def __repr__(self):
@@ -61,58 +169,54 @@ class Function:
         return [e.signature for l in self._module._libraries for e in l.exports if e.name == self.__name__]
 
     def __call__(self, *args):
-        torch = sys.modules.get("torch")
-        if torch is not None and args and isinstance(args[0], torch.Tensor) and args[0].is_cuda:
-            return self._call_cuda(torch, args)
-        return self._call_host(torch, args)
+        try:  # _key(args), written out: this is the call's fast path
+            plan = self._plans.get(tuple([(x.dtype, x.shape, x.get_device(), x.is_contiguous()) for x in args]))
+        except (AttributeError, TypeError):  # not PyTorch tensors
+            return self._call_general(args)
+        if plan is None:
+            return self._call_general(args)
+        return plan.run(args)
 
     def _export(self, dtypes, ranks):
         key = (tuple(dtypes), tuple(ranks))
         e = self._exports.get(key)
         if e is None:
-            e = self._module._find(self.__name__, dtypes, ranks)
+            e = self._module._find(self.__name__, list(dtypes), list(ranks))
             self._exports[key] = e
         return e
+
+    def _call_general(self, args):
+        torch = sys.modules.get("torch")
+        if torch is not None and args and isinstance(args[0], torch.Tensor) and args[0].is_cuda:
+            return self._call_cuda(torch, args)
+        return self._call_host(torch, args)
 
     # ---- PyTorch CUDA tensors: zero copy, PyTorch's current stream, results through DLPack ----
 
     def _call_cuda(self, torch, args):
-        table = _torch_table(torch)
-        values = []
-        dtypes = []
-        ranks = []
-        keep = []  # contiguous copies made here live until the call returns
+        """Checks the arguments, makes the plan of their key and runs it."""
+        table = torch_dtypes(torch)
+        dense = []  # contiguous copies made here live until the call returns
         for i, x in enumerate(args):
             if not isinstance(x, torch.Tensor) or not x.is_cuda:
                 raise TypeError("`%s`: argument %d is not a CUDA tensor, but argument 0 is: pass all of them on the GPU"
                                 % (self.__name__, i))
-            if not x.is_contiguous():
-                x = x.contiguous()  # weft takes dense C-order tensors: PyTorch copies this one
-                keep.append(x)
-            entry = table.get(x.dtype)
-            if entry is None:
+            if x.get_device() != GPU_INDEX:
+                raise TypeError("`%s`: argument %d is on cuda:%d, but weft runs on cuda:%d (WEFT_DEVICE)"
+                                % (self.__name__, i, x.get_device(), GPU_INDEX))
+            if x.dtype not in table:
                 raise TypeError("`%s`: argument %d is %s, which weft has no dtype for" % (self.__name__, i, x.dtype))
-            shape = x.shape
-            values += (x.data_ptr(), 2, entry[1], len(shape))
-            values += shape
-            dtypes.append(entry[0])
-            ranks.append(len(shape))
-        e = self._export(dtypes, ranks)
-        stream = torch._C._cuda_getCurrentRawStream(args[0].get_device())
-        # array.array, not ctypes arrays: a call's host time is the caller's launch latency, and
-        # these cost a tenth as much to make (the buffers live until the call returns).
-        packed = array.array("q", values)
-        count = len(e.result_dtypes)
-        results = array.array("Q", bytes(8 * max(count, 1)))
-        status = e.library.call(e.address, packed.buffer_info()[0], stream, lib.RESULTS_DEVICE,
-                                results.buffer_info()[0])
-        if status != lib.OK:
-            raise _error(status, e.library.error())
-        # torch.utils.dlpack.from_dlpack of a capsule is this call after a few checks.
-        from_dlpack = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
-        if count == 1:
-            return from_dlpack(_capsule_new(results[0], _DLTENSOR, None))
-        return tuple(from_dlpack(_capsule_new(results[r], _DLTENSOR, None)) for r in range(count))
+            dense.append(x if x.is_contiguous() else x.contiguous())  # PyTorch copies a strided one
+        dtypes = [table[x.dtype] for x in dense]
+        shapes = [tuple(x.shape) for x in dense]
+        e = self._export(dtypes, [len(s) for s in shapes])
+        key = _key(dense)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            plan = self._plans[key] = _Plan(e, dtypes, shapes, torch)
+        return plan.run(dense)
 
     # ---- NumPy arrays (and CPU tensors): the GPU when usable, else the interpreter ----
 
@@ -141,27 +245,15 @@ class Function:
     def _on_gpu(self, arrays):
         import numpy as np
         dtypes = [_NUMPY_NAMES[a.dtype.name] for a in arrays]
-        ranks = [a.ndim for a in arrays]
-        e = self._export(dtypes, ranks)
-        values = []
-        for a in arrays:
-            values += (a.ctypes.data, 1, lib.DTYPE_CODE[_NUMPY_NAMES[a.dtype.name]], a.ndim)
-            values += a.shape
-        results = (ctypes.c_void_p * max(len(e.result_dtypes), 1))()
-        status = e.library.call(e.address, (ctypes.c_int64 * max(len(values), 1))(*values), None, lib.RESULTS_HOST,
-                                results)
-        if status != lib.OK:
-            raise _error(status, e.library.error())
-        outs = []
+        e = self._export(dtypes, [a.ndim for a in arrays])
+        values = pack((a.ctypes.data, lib.DEVICE_HOST, d, a.shape) for a, d in zip(arrays, dtypes))
+        results = call_export(e, values, None, lib.RESULTS_HOST)
         try:
-            for r, dtype in enumerate(e.result_dtypes):
-                dl = lib.managed(results[r]).dl_tensor
-                shape = tuple(dl.shape[i] for i in range(dl.ndim))
-                outs.append(_host_array(np, dl.data, shape, dtype))
+            return [_host_array(np, lib.managed(r).dl_tensor.data, result_shape(r), dtype)
+                    for r, dtype in zip(results, e.result_dtypes)]
         finally:
-            for r in range(len(e.result_dtypes)):
-                lib.release(results[r])
-        return outs
+            for r in results:
+                lib.release(r)
 
     def _on_interpreter(self, arrays):
         import numpy as np

@@ -2,48 +2,37 @@
 a compiled graph (docs/python.md).
 
 The op takes and returns lists of tensors (`weft::NAME(Tensor[] args) -> Tensor[]`), since a
-polymorphic function's arity and results are only known per instance. Its fake implementation, which
-torch.compile traces with, asks the library for the results' shapes: the call runs the export's
-checks and size computations without allocating or launching anything (WEFT_RESULTS_SHAPES), so a
-shape error shows at trace time with the same message as at run time.
+polymorphic function's arity and results are only known per instance. Its real implementations are
+the function's own call (_call.py); its fake implementation, which torch.compile traces with, asks
+the library for the results' shapes: the call runs the export's checks and size computations
+without allocating or launching anything (WEFT_RESULTS_SHAPES), so a shape error shows at trace
+time with the same message as at run time.
 """
 
-import ctypes
 import hashlib
 
 from . import _library as lib
+from ._call import call_export, pack, result_shape, torch_dtype, torch_dtypes
 
 _libraries = {}  # torch.library.Library objects must stay alive
 
 
-def _results(function, args, torch):
+def _real(function, args):
     r = function(*args)
     return list(r) if isinstance(r, tuple) else [r]
 
 
 def _fake(function, args, torch):
-    from ._call import _torch_table, torch_dtype
-    from . import _error
-    table = _torch_table(torch)
-    dtypes, ranks, values = [], [], []
-    for x in args:
-        name, code = table[x.dtype]
-        shape = [int(s) for s in x.shape]
-        values += [0, 2 if x.is_cuda else 1, code, len(shape)] + shape
-        dtypes.append(name)
-        ranks.append(len(shape))
-    e = function._export(dtypes, ranks)
-    results = (ctypes.c_void_p * max(len(e.result_dtypes), 1))()
-    status = e.library.call(e.address, (ctypes.c_int64 * max(len(values), 1))(*values), None, lib.RESULTS_SHAPES,
-                            results)
-    if status != lib.OK:
-        raise _error(status, e.library.error())
-    outs = []
+    table = torch_dtypes(torch)
+    dtypes = [table[x.dtype] for x in args]
+    shapes = [tuple(int(s) for s in x.shape) for x in args]  # symbolic sizes specialized to their values
+    e = function._export(dtypes, [len(s) for s in shapes])
+    values = pack((0, lib.DEVICE_GPU if x.is_cuda else lib.DEVICE_HOST, d, s) for x, d, s in zip(args, dtypes, shapes))
     device = args[0].device if args else "cpu"
-    for r, dtype in enumerate(e.result_dtypes):
-        dl = lib.managed(results[r]).dl_tensor
-        shape = [dl.shape[i] for i in range(dl.ndim)]
-        lib.release(results[r])
+    outs = []
+    for r, dtype in zip(call_export(e, values, None, lib.RESULTS_SHAPES), e.result_dtypes):
+        shape = result_shape(r)
+        lib.release(r)
         outs.append(torch.empty(shape, dtype=torch_dtype(torch, dtype), device=device))
     return outs
 
@@ -56,8 +45,8 @@ def make_op(function):
     if name not in _libraries:
         library = torch.library.Library("weft", "FRAGMENT")
         library.define("%s(Tensor[] args) -> Tensor[]" % name)
-        library.impl(name, lambda args: _results(function, args, torch), "CUDA")
-        library.impl(name, lambda args: _results(function, args, torch), "CPU")
+        library.impl(name, lambda args: _real(function, args), "CUDA")
+        library.impl(name, lambda args: _real(function, args), "CPU")
         torch.library.register_fake("weft::" + name, lambda args: _fake(function, args, torch), lib=library)
         _libraries[name] = library
     op = getattr(torch.ops.weft, name)

@@ -9,6 +9,7 @@ driver) and PYTHONPATH (python/) set; by hand:
 """
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -97,3 +98,67 @@ def test_fake_gpu_instance(fake_gpu):
     y = fake_gpu.soft(np.zeros((2, 3), np.float32))  # builds `soft f32[_, _]` once
     assert y.shape == (2, 3) and y.dtype == np.float32
     assert any(s.startswith("soft : f32[s_0, n]") for s in fake_gpu.soft.signatures())
+
+
+# ---- the CUDA-tensor path (plans, DLPack) with a stand-in for PyTorch on the fake driver ----
+
+
+@pytest.fixture
+def torch(monkeypatch, fake_gpu):
+    import fake_torch
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    return fake_torch
+
+
+def test_cuda_tensors_plan(fake_gpu, torch):
+    f = fake_gpu.scale_add
+    x = torch.tensor(rng().standard_normal((3, 4), dtype=np.float32))
+    b = torch.tensor(np.ones(4, np.float32))
+    y = f(x, b)
+    assert isinstance(y, torch.Tensor) and y.is_cuda and tuple(y.shape) == (3, 4) and y.dtype is torch.float32
+    assert y.data_ptr() not in (x.data_ptr(), b.data_ptr())  # the buffer the kernel wrote, handed over
+    assert len(f._plans) == 1
+    f(torch.tensor(np.zeros((3, 4), np.float32)), b)  # same dtypes and shapes: the same plan
+    assert len(f._plans) == 1
+    assert tuple(f(torch.tensor(np.zeros((5, 4), np.float32)), b).shape) == (5, 4)
+    assert len(f._plans) == 2
+    s, q = fake_gpu.pair(b)
+    assert tuple(s.shape) == (4,) and tuple(q.shape) == (4,) and s.data_ptr() != q.data_ptr()
+    # Strided: made contiguous (a copy), then the contiguous key's plan.
+    assert tuple(f(torch.tensor(np.zeros((4, 3), np.float32)).t(), b).shape) == (3, 4)
+
+
+def test_cuda_tensors_checked_at_each_call(fake_gpu, torch):
+    f = fake_gpu.scale_add
+    x = torch.tensor(np.zeros((3, 4), np.float32))
+    f(x, torch.tensor(np.zeros(4, np.float32)))  # a plan for f32[3, 4], f32[4]
+    for _ in range(2):  # the first call of a key and a later one say the same
+        with pytest.raises(weft.ShapeError) as e:
+            f(x, torch.tensor(np.zeros(5, np.float32)))
+        assert str(e.value) == ("`scale_add`: parameter `b` expects `f32[d]` but is given f32[5]: "
+                                "axis 0 is 5, not `d` = 4")
+    with pytest.raises(weft.ShapeError) as e:
+        f(torch.tensor(np.zeros((3, 4), np.float64)), torch.tensor(np.zeros(4, np.float32)))
+    assert str(e.value) == ("`scale_add`: parameter `x` expects `f32[n, d]` but is given f64[3, 4]: "
+                            "its dtype is f64, not f32")
+    fake_gpu.blocks(torch.tensor(np.zeros(8, np.float32)))
+    for _ in range(2):
+        with pytest.raises(weft.ShapeError) as e:
+            fake_gpu.blocks(torch.tensor(np.zeros(6, np.float32)))
+        assert "n % 4 == 0" in str(e.value)
+
+
+def test_cuda_tensors_refused(fake_gpu, torch):
+    f = fake_gpu.scale_add
+    x = torch.tensor(np.zeros((3, 4), np.float32))
+    with pytest.raises(TypeError, match="argument 1 is not a CUDA tensor, but argument 0 is"):
+        f(x, np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="argument 1 is not a CUDA tensor, but argument 0 is"):
+        f(x, torch.tensor(np.zeros(4, np.float32), device=-1))
+    with pytest.raises(TypeError, match="argument 1 is on cuda:1, but weft runs on cuda:0"):
+        f(x, torch.tensor(np.zeros(4, np.float32), device=1))
+    with pytest.raises(TypeError, match="argument 0 is torch.complex64, which weft has no dtype for"):
+        f(torch.tensor(np.zeros((3, 4), np.complex64)), torch.tensor(np.zeros(4, np.float32)))
+    # CPU tensors take the NumPy path and come back as CPU tensors.
+    y = f(torch.tensor(np.zeros((3, 4), np.float32), device=-1), torch.tensor(np.zeros(4, np.float32), device=-1))
+    assert isinstance(y, torch.Tensor) and not y.is_cuda and tuple(y.shape) == (3, 4)
