@@ -56,6 +56,11 @@ b = randn(1024)
 y = mod.scale_add(x, b)
 check("scale_add f32 matches torch", rel(y, x * 2.0 + b) < 1e-6, "rel %.2e" % rel(y, x * 2.0 + b))
 check("scale_add result is a CUDA tensor", y.is_cuda and y.dtype == torch.float32 and tuple(y.shape) == (1024, 1024))
+x2, b2 = randn(1024, 1024), randn(1024)  # the first call's plan, with other tensors' addresses
+check("scale_add again, new tensors of the same shapes", rel(mod.scale_add(x2, b2), x2 * 2.0 + b2) < 1e-6,
+      "plans %d" % len(mod.scale_add._plans))
+xt = randn(512, 1024).t()  # strided: made contiguous by PyTorch before the call
+check("scale_add of a transposed tensor and a slice", rel(mod.scale_add(xt, b2[:512]), xt * 2.0 + b2[:512]) < 1e-6)
 
 xb = randn(4096, 4096, dtype=torch.bfloat16)
 gb = randn(4096, dtype=torch.bfloat16)
