@@ -537,13 +537,14 @@ struct Managed {
   std::vector<std::int64_t> strides;  // C order, in elements (DLPack allows null; not every consumer does)
   std::vector<std::uint8_t> host;
   weft_device_ptr device = 0;
+  std::uint64_t capacity = 0;  // bytes of `device`'s allocation
   void* stream = nullptr;
 };
 
 void DeleteManaged(weft_dl_managed_tensor* self) {
   if (self == nullptr) return;
   auto* m = static_cast<Managed*>(self->manager_ctx);
-  if (m->device != 0) weft::runtime::FreeOnStream(m->device, m->stream);  // a deleter cannot report
+  if (m->device != 0) weft::runtime::FreeOnStream(m->device, m->capacity, m->stream);  // a deleter cannot report
   delete m;
 }
 
@@ -568,9 +569,11 @@ weft_dl_managed_tensor* MakeResult(weft_tensor& t, weft_library_results where, v
     if (source == 0) source = OnDevice(t);
     if (t.borrowed || t.device != source || t.capacity == 0) {
       weft_check(weft_device_alloc(&m->device, bytes));
+      m->capacity = bytes;
       weft_check(weft::runtime::CopyOnStream(m->device, source, bytes));
     } else {
       m->device = t.device;  // handed over: the call's clean-up does not free it
+      m->capacity = t.capacity;
       t.device = 0;
       t.on_device = false;
       t.moved = true;
@@ -706,7 +709,7 @@ weft_status weft_library_call(const weft_library_export* export_, const int64_t*
   // 4. The call's own tensors go (in stream order); the results' memory was handed over.
   for (std::size_t i = first; i < p.tensors.size(); ++i) {
     weft_tensor& t = *p.tensors[i];
-    if (!t.borrowed && t.device != 0) weft_device_free(t.device);
+    if (!t.borrowed && t.device != 0) weft::runtime::FreeOnStream(t.device, t.capacity, stream);
   }
   p.tensors.resize(first);
   weft::runtime::SetStream(nullptr, false);

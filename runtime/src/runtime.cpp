@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,53 @@ State& S() {
 thread_local cuda::CUstream current_stream = nullptr;
 thread_local bool stream_ordered = false;
 bool pool_kept = false;
+
+// Stream-ordered blocks freed on the legacy default stream (PyTorch's default stream), kept for the
+// next allocation of the same size on it, as a caching allocator keeps them: a call of a library
+// costs its caller's launch latency, and cuMemAllocAsync with cuMemFreeAsync are two driver calls a
+// result (docs/python.md, "The cost of a call"). Reuse is safe for the reason cuMemFreeAsync's is:
+// the stream orders the next call's writes after every use of the block queued before its free.
+// Only the legacy default stream's are kept, since it cannot be destroyed (a later stream can have a
+// destroyed one's handle). Deleters run on any thread: a mutex of its own.
+struct KeptBlocks {
+  std::mutex mutex;
+  std::vector<std::pair<cuda::CUdeviceptr, std::uint64_t>> blocks;  // (address, bytes)
+  std::uint64_t bytes = 0;
+};
+constexpr std::size_t kMaxKeptBlocks = 64;
+constexpr std::uint64_t kMaxKeptBytes = std::uint64_t{1} << 30;
+
+KeptBlocks& Kept() {
+  static KeptBlocks kept;
+  return kept;
+}
+
+// A kept block of exactly `bytes` for `stream`, or 0.
+cuda::CUdeviceptr TakeKept(std::uint64_t bytes, cuda::CUstream stream) {
+  if (stream != nullptr) return 0;
+  KeptBlocks& kept = Kept();
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  for (std::size_t i = kept.blocks.size(); i-- > 0;) {
+    if (kept.blocks[i].second == bytes) {
+      cuda::CUdeviceptr p = kept.blocks[i].first;
+      kept.blocks.erase(kept.blocks.begin() + static_cast<std::ptrdiff_t>(i));
+      kept.bytes -= bytes;
+      return p;
+    }
+  }
+  return 0;
+}
+
+// Keeps `ptr` (`bytes` long, freed on `stream`) when there is room; false: free it.
+bool Keep(cuda::CUdeviceptr ptr, std::uint64_t bytes, cuda::CUstream stream) {
+  if (stream != nullptr || bytes == 0) return false;
+  KeptBlocks& kept = Kept();
+  std::lock_guard<std::mutex> lock(kept.mutex);
+  if (kept.blocks.size() >= kMaxKeptBlocks || kept.bytes + bytes > kMaxKeptBytes) return false;
+  kept.blocks.emplace_back(ptr, bytes);
+  kept.bytes += bytes;
+  return true;
+}
 
 // Calls a driver function through its table entry, or returns kMissingFunction if the driver lacks it.
 template <typename... P, typename... A>
@@ -361,6 +409,10 @@ weft_status weft_device_alloc(weft_device_ptr* ptr, std::uint64_t bytes) {
   if (!S().initialized) return NotInitialized();
   if (bytes == 0) return WEFT_OK;
   cuda::CUdeviceptr p = 0;
+  if (stream_ordered && (p = TakeKept(bytes, current_stream)) != 0) {
+    *ptr = p;
+    return WEFT_OK;
+  }
   cuda::CUresult r = stream_ordered ? CU(cuMemAllocAsync, &p, static_cast<std::size_t>(bytes), current_stream)
                                     : CU(cuMemAlloc, &p, static_cast<std::size_t>(bytes));
   if (r == cuda::CUDA_ERROR_OUT_OF_MEMORY) {
@@ -742,9 +794,10 @@ void* weft::runtime::CurrentStream() {
   return current_stream;
 }
 
-weft_status weft::runtime::FreeOnStream(weft_device_ptr ptr, void* stream) {
+weft_status weft::runtime::FreeOnStream(weft_device_ptr ptr, std::uint64_t bytes, void* stream) {
   if (ptr == 0) return WEFT_OK;
   if (!S().initialized) return NotInitialized();
+  if (Keep(ptr, bytes, static_cast<cuda::CUstream>(stream))) return WEFT_OK;
   if (weft_status s = MakeCurrent()) return s;
   cuda::CUresult r = CU(cuMemFreeAsync, ptr, static_cast<cuda::CUstream>(stream));
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot free GPU memory");
@@ -763,6 +816,8 @@ weft_status weft::runtime::CopyOnStream(weft_device_ptr dst, weft_device_ptr src
 
 weft_status weft::runtime::MakeCurrent() {
   if (!S().initialized) return NotInitialized();
+  cuda::CUcontext current = nullptr;
+  if (CU(cuCtxGetCurrent, &current) == cuda::CUDA_SUCCESS && current == S().context) return WEFT_OK;
   cuda::CUresult r = CU(cuCtxSetCurrent, S().context);
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot make the GPU's context current");
   return WEFT_OK;

@@ -35,8 +35,10 @@ void SetFailingStatus(weft_status status);
 // memory for reuse). A library call sets the caller's stream for its duration.
 void SetStream(void* stream, bool stream_ordered);
 void* CurrentStream();
-// Frees `ptr` (a stream-ordered allocation) in the order of `stream`: a DLPack deleter's free.
-weft_status FreeOnStream(weft_device_ptr ptr, void* stream);
+// Frees `ptr` (a stream-ordered allocation of `bytes`) in the order of `stream`: a DLPack deleter's
+// free, and a library call's for its intermediates. On the legacy default stream the block may be kept
+// for the next stream-ordered allocation of its size there instead (runtime.cpp's KeptBlocks).
+weft_status FreeOnStream(weft_device_ptr ptr, std::uint64_t bytes, void* stream);
 // A device-to-device copy on the current stream.
 weft_status CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes);
 // Makes the GPU's context current on the calling thread (a library may be called from any thread).

@@ -36,6 +36,7 @@ FakeFunction fault_kernel{"fault"};
 // random, array and stdlib gemm and attention kernels, by entry (a map keeps their addresses); they do nothing
 std::map<std::string, FakeFunction> named_kernels;
 bool faulted = false;
+thread_local void* current_context = nullptr;  // cuCtxSetCurrent's, per thread as the driver's
 char fake_context;
 char fake_module;
 int fake_event;
@@ -174,7 +175,12 @@ CUresult cuDevicePrimaryCtxRetain(void** context, int) {
 CUresult cuDevicePrimaryCtxRelease_v2(int) {
   return 0;
 }
-CUresult cuCtxSetCurrent(void*) {
+CUresult cuCtxSetCurrent(void* context) {
+  current_context = context;
+  return 0;
+}
+CUresult cuCtxGetCurrent(void** context) {
+  *context = current_context;
   return 0;
 }
 CUresult cuCtxSynchronize() {
