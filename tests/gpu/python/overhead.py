@@ -3,14 +3,18 @@ PyTorch's own op (docs/python.md, "The cost of a call"). The kernels' own time c
 profiler (CUPTI), the cost of a call from back-to-back calls on the host clock (median of 5 x 3000
 calls); "over the kernels" is the one minus the other, as the issue's bar is stated.
 
-    PYTHONPATH=python python3 tests/gpu/python/overhead.py .gpu/libops.so [BEFORE]
+    PYTHONPATH=python python3 tests/gpu/python/overhead.py .gpu/libops.so [--before DIR] [--library-before LIB]
 
-BEFORE: a folder holding an earlier copy of the package as `weft_before` (the same library called
-through it, in the same process: a baseline measured on the same card). Prints one line a case and
-a table last (also $OUT/overhead.md when OUT is set).
+--before DIR: a folder holding an earlier copy of the package as `weft_before`, which calls the same
+library; --library-before LIB: ops.weft built with an earlier runtime, called through this package.
+Both are baselines measured in the same process on the same card. The cases are timed in turns
+(each round times every case once; the median of the rounds), so that a host's drift weighs on all
+of them alike. Prints a table (also $OUT/overhead.md when OUT is set).
 """
 
+import argparse
 import array
+import ctypes
 import os
 import sys
 import time
@@ -38,18 +42,21 @@ def triton_scale_add(x, b):
     return y
 
 
-def per_call_us(fn, calls=3000, repeats=5):
-    for _ in range(200):
-        fn()
-    runs = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def per_call_us(cases, calls=2000, rounds=7):
+    """Microseconds a call of each case's back-to-back calls: the median of `rounds` turns."""
+    for _, fn, _ in cases:
+        for _ in range(200):
             fn()
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - t0) / calls * 1e6)
-    return sorted(runs)[len(runs) // 2]
+    times = [[] for _ in cases]
+    for _ in range(rounds):
+        for i, (_, fn, _) in enumerate(cases):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            times[i].append((time.perf_counter() - t0) / calls * 1e6)
+    return [sorted(t)[len(t) // 2] for t in times]
 
 
 def kernel_us(fn, calls=200):
@@ -71,13 +78,33 @@ def kernel_us(fn, calls=200):
     return total / calls
 
 
-mod = weft.load(sys.argv[1])
+parser = argparse.ArgumentParser()
+parser.add_argument("library")
+parser.add_argument("--before")
+parser.add_argument("--library-before")
+options = parser.parse_args()
+mod = weft.load(options.library)
 before = None
-if len(sys.argv) > 2:
-    sys.path.insert(0, sys.argv[2])
+if options.before:
+    sys.path.insert(0, options.before)
     import weft_before
-    before = weft_before.load(sys.argv[1])
+    before = weft_before.load(options.library)
+mod_before = weft.load(options.library_before) if options.library_before else None
 print(torch.cuda.get_device_name(), "torch", torch.__version__, "triton", triton.__version__, flush=True)
+
+# The driver's calls that a library call makes, through ctypes (each with ctypes' own ~0.2 us).
+cuda = ctypes.CDLL("libcuda.so.1")
+context = ctypes.c_void_p()
+address = ctypes.c_uint64()
+torch.empty(1, device="cuda")
+cuda.cuCtxGetCurrent(ctypes.byref(context))
+
+
+def alloc_free():
+    cuda.cuMemAllocAsync(ctypes.byref(address), ctypes.c_size_t(4 << 20), None)
+    cuda.cuMemFreeAsync(address, None)
+
+
 rows = []
 for shape in [(256, 256), (1024, 1024)]:
     x = torch.randn(*shape, device="cuda")
@@ -87,19 +114,19 @@ for shape in [(256, 256), (1024, 1024)]:
     packed = array.array("q", [x.data_ptr(), 2, 15, 2, shape[0], shape[1], b.data_ptr(), 2, 15, 1, shape[1]])
     results = array.array("q", bytes(8))
     stream = torch._C._cuda_getCurrentRawStream(0)
-    call, address, a, r = e.library.call, e.address, packed.buffer_info()[0], results.buffer_info()[0]
+    call, export, a, r = e.library.call, e.address, packed.buffer_info()[0], results.buffer_info()[0]
     from_dlpack = torch._C._from_dlpack
 
     def raw_dlpack():
-        call(address, a, stream, lib.RESULTS_DEVICE, r)
+        call(export, a, stream, lib.RESULTS_DEVICE, r)
         return from_dlpack(_capsule_new(results[0], _DLTENSOR, None))
 
     def raw_release():
-        call(address, a, stream, lib.RESULTS_DEVICE, r)
+        call(export, a, stream, lib.RESULTS_DEVICE, r)
         lib.release(results[0])
 
     def raw_shapes():
-        call(address, a, stream, lib.RESULTS_SHAPES, r)
+        call(export, a, stream, lib.RESULTS_SHAPES, r)
         lib.release(results[0])
 
     def reads():  # what a call must read of its arguments
@@ -111,6 +138,8 @@ for shape in [(256, 256), (1024, 1024)]:
     if before is not None:
         f_before = before.scale_add
         cases.append(("weft f(x, b), the package before", lambda: f_before(x, b), True))
+    if mod_before is not None:
+        cases.append(("weft mod.scale_add(x, b), the runtime before", lambda: mod_before.scale_add(x, b), True))
     cases += [
         ("weft op (torch.library)", lambda: f.op(x, b), True),
         ("  library call + DLPack (no Python args)", raw_dlpack, True),
@@ -118,16 +147,23 @@ for shape in [(256, 256), (1024, 1024)]:
         ("  library call, shapes only (no GPU work)", raw_shapes, False),
         ("  an empty ctypes call (weft_last_error)", e.library.last_error, False),
         ("  the tensor reads a call needs (2 args)", reads, False),
+        ("  the plan's key and lookup (2 args)", lambda: f._plans.get(
+            tuple([(t.dtype, t.shape, t.get_device(), t.is_contiguous()) for t in (x, b)])), False),
+        ("  torch._C._cuda_getCurrentRawStream(0)", lambda: torch._C._cuda_getCurrentRawStream(0), False),
+        ("  PyCapsule_New through ctypes", lambda: _capsule_new(16, _DLTENSOR, None), False),
+        ("  weft_library_call refused at once (5 ctypes arguments)", lambda: call(None, a, stream, 0, r), False),
+        ("  driver: cuCtxGetCurrent (ctypes)", lambda: cuda.cuCtxGetCurrent(ctypes.byref(context)), False),
+        ("  driver: cuCtxSetCurrent (ctypes)", lambda: cuda.cuCtxSetCurrent(context), False),
+        ("  driver: cuMemAllocAsync + cuMemFreeAsync 4 MiB (ctypes)", alloc_free, False),
+        ("  torch.empty_like(x) (caching allocator)", lambda: torch.empty_like(x), False),
         ("triton scale_add launch", lambda: triton_scale_add(x, b), True),
         ("torch x * 2 + b (2 kernels)", lambda: x * 2.0 + b, True),
         ("torch.add(x, b) (1 kernel)", lambda: torch.add(x, b), True),
     ]
-    for name, fn, on_gpu in cases:
-        host = per_call_us(fn)
+    hosts = per_call_us(cases)
+    for (name, fn, on_gpu), host in zip(cases, hosts):
         gpu = kernel_us(fn) if on_gpu else 0.0
         rows.append(("%dx%d" % shape, name, host, gpu))
-        print("%-10s %-44s %7.2f us/call  kernels %6.2f us  over kernels %7.2f us" % (
-            "%dx%d" % shape, name, host, gpu, host - gpu), flush=True)
 
 table = ["| shape | call | us/call | kernels us | over the kernels us |", "|---|---|---|---|---|"]
 for shape, name, host, gpu in rows:

@@ -59,6 +59,15 @@ check("scale_add result is a CUDA tensor", y.is_cuda and y.dtype == torch.float3
 x2, b2 = randn(1024, 1024), randn(1024)  # the first call's plan, with other tensors' addresses
 check("scale_add again, new tensors of the same shapes", rel(mod.scale_add(x2, b2), x2 * 2.0 + b2) < 1e-6,
       "plans %d" % len(mod.scale_add._plans))
+# Results dropped at once give their blocks to the next call on the default stream (runtime.cpp's
+# KeptBlocks); results kept alive are never handed out again.
+inputs = [(randn(1024, 1024), randn(1024)) for _ in range(4)]
+dropped_ok = all(rel(mod.scale_add(xi, bi), xi * 2.0 + bi) < 1e-6 for _ in range(8) for xi, bi in inputs)
+kept = [(mod.scale_add(xi, bi), xi, bi) for _ in range(3) for xi, bi in inputs]
+check("results dropped and reused, results kept alive",
+      dropped_ok and len({y.data_ptr() for y, _, _ in kept}) == len(kept) and
+      all(rel(y, xi * 2.0 + bi) < 1e-6 for y, xi, bi in kept))
+del kept
 xt = randn(512, 1024).t()  # strided: made contiguous by PyTorch before the call
 check("scale_add of a transposed tensor and a slice", rel(mod.scale_add(xt, b2[:512]), xt * 2.0 + b2[:512]) < 1e-6)
 
