@@ -101,8 +101,9 @@ def _key(args):
 
 
 # A plan's code, written out for its key (as namedtuple and dataclasses write theirs): with the
-# offsets and sizes as constants, a call runs a third fewer bytecodes than a loop over them does, and
-# this is the call's whole cost in Python (docs/python.md, "The cost of a call").
+# offsets and sizes as constants it takes about half the time of a loop over them (0.49 against 0.89
+# us with the library call stubbed, on a CPU), and with the key it is a call's cost in Python
+# (docs/python.md, "The cost of a call").
 _PLAN_CODE = """
 def plan({params}):
     buffer = template[:]
