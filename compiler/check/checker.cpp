@@ -284,6 +284,11 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   checked.runtime_checks = std::move(runtime_checks_);
   checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
   Elaborate(&def, checked);
+  if (!CheckSizesKnown(module_.defs().back())) {
+    checked.ok = false;
+    module_.defs().back().ok = false;
+    module_.defs().back().body = core::ExprId();
+  }
   Binding binding;
   binding.scheme = checked.scheme;
   Define(def.name.text, def.name.span, std::move(binding));

@@ -160,6 +160,9 @@ class Checker {
   // ambiguous alignment (E0216) as `cannot VERB `L` and `R``. Returns `out[shape]`.
   TypeRef BroadcastOperands(std::string_view verb, Elem out, const Operand& left, const Operand& right,
                             const std::vector<Note>& notes);
+  // E0247 once the body is inferred, if the axis that `max`, `min` or `argmax` (instantiated as
+  // `type`) reduces is statically empty.
+  void RefuseEmptyAxis(const std::string& name, const TypeRef& type, Span span);
   std::optional<Dim> ExprToDim(syntax::ExprId id);
   std::optional<std::vector<Dim>> ShapeArgument(syntax::ExprId id);
   // Unifies, reporting a mismatch as `context: expected A, found B` at `span`.
@@ -191,6 +194,11 @@ class Checker {
   // Appends the definition to module_.
   void Elaborate(const syntax::Def* def, const CheckedDef& checked);
   void ElaborateKernel(const syntax::KernelDecl& kernel, const CheckedDef& checked, const KernelContext& context);
+
+  // ---- sizes_known.cpp ----
+  // E0246 for each size the definition reads (as a value, a shape argument, a slice bound) that no
+  // value's shape gives before it; false if there was one.
+  bool CheckSizesKnown(const core::Def& def);
 
   // ---- annotations.cpp ----
   TypeRef FromAnnotation(syntax::TypeId id, AnnotationScope& scope);

@@ -556,7 +556,10 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
                 diagnostics_.Emit(DiagnosticKind::ShapeBuiltinValue, e.span, var.name);
                 return MakeVar(vars_.NewTypeVar());
               }
-              return Instantiate(builtin->second.scheme, e.span, var.name);
+              TypeRef type = Instantiate(builtin->second.scheme, e.span, var.name);
+              if (var.name == "max" || var.name == "min" || var.name == "argmax")
+                RefuseEmptyAxis(var.name, type, e.span);
+              return type;
             }
             if (IsKernelOp(var.name)) {
               elaboration_.refs[id.index] = RefKind::Builtin;
@@ -712,6 +715,23 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
           },
       },
       e.node);
+}
+
+void Checker::RefuseEmptyAxis(const std::string& name, const TypeRef& type, Span span) {
+  // 't[..s, n] -> ...: n, once the body has decided it. A size that may be 0 is the run time's
+  // business (an empty axis of `max` is an error there, as an index out of bounds is).
+  const auto* function = std::get_if<FunctionType>(&type->node);
+  const auto* tensor = function ? std::get_if<TensorType>(&function->param->node) : nullptr;
+  if (!tensor || tensor->shape.after.empty()) return;
+  TypeRef param = function->param;
+  Dim axis = tensor->shape.after.back();
+  late_.push_back([this, name, param, axis, span] {
+    if (vars_.Resolve(axis).AsConstant() != std::int64_t{0}) return;
+    diagnostics_.Emit(DiagnosticKind::EmptyReduction, span, name, TypePrinter(vars_).Print(param),
+                      name == "max"   ? "maximum"
+                      : name == "min" ? "minimum"
+                                      : "largest element");
+  });
 }
 
 }  // namespace weft::check

@@ -274,6 +274,28 @@ bool Dim::Mentions(SizeVarId var) const {
   return std::binary_search(vars.begin(), vars.end(), var);
 }
 
+std::optional<SizeVarId> SolvableFor(const Dim& p, const std::function<bool(SizeVarId)>& known) {
+  std::optional<SizeVarId> unknown;
+  for (SizeVarId v : p.Vars()) {
+    if (known(v)) continue;
+    if (unknown) return std::nullopt;
+    unknown = v;
+  }
+  if (!unknown) return std::nullopt;
+  // Exactly one term mentions it, and that term is `c * unknown` with c > 0.
+  const Term* linear = nullptr;
+  for (const Term& t : p.terms()) {
+    std::vector<SizeVarId> vars;
+    CollectVars(DimBuilder::FromNormalTerms({t}), vars);
+    if (std::find(vars.begin(), vars.end(), *unknown) == vars.end()) continue;
+    if (linear || t.coefficient <= 0 || t.monomial.size() != 1 || t.monomial[0].power != 1 ||
+        t.monomial[0].atom.kind != AtomKind::kVar)
+      return std::nullopt;
+    linear = &t;
+  }
+  return linear ? unknown : std::nullopt;
+}
+
 bool operator==(const Dim& a, const Dim& b) {
   return a.terms_ == b.terms_;
 }

@@ -175,6 +175,13 @@ Result<Dim> Substitute(const Dim& p, const std::map<SizeVarId, Dim>& subst);
 // The value at a point: `value(var)` for every variable. Errors on overflow.
 Result<std::int64_t> Evaluate(const Dim& p, const std::function<std::int64_t(SizeVarId)>& value);
 
+// The one size of `p` that `known` does not hold, when `p` is that size times a positive constant
+// plus sizes `known` holds (`n + 1`, `2 * n + m` with m known), so that a value of `p` gives it back.
+// Nothing for a dim of known sizes only, of several unknown ones, or not of that form (`m * n`,
+// `n / 2`). How a size is read from an argument's shape (the interpreter binds it; the checker
+// asks that every size a body reads can be).
+std::optional<SizeVarId> SolvableFor(const Dim& p, const std::function<bool(SizeVarId)>& known);
+
 // Printing in language.md's order: terms by descending degree, then by variable names; the constant
 // last; factors of a monomial by name; `2*n*m`, `n*n` for powers, `n - 1`, `-n + 4`, `n / 64`,
 // `(n + 1) / 64`. An atom inside a larger product is parenthesized: `2*(n / 64)`.

@@ -149,6 +149,24 @@ TEST_CASE("Dim queries", "[core][dim]") {
   CHECK_FALSE(Ok(K() % 4).Mentions(kN));
 }
 
+TEST_CASE("SolvableFor: the one unknown size a value of the dim gives back", "[core][dim]") {
+  auto none = [](SizeVarId) { return false; };
+  auto m_known = [](SizeVarId v) { return v == kM; };
+  CHECK(SolvableFor(Ok(N()), none) == kN);
+  CHECK(SolvableFor(Ok(2 * N() + 1), none) == kN);
+  CHECK(SolvableFor(Ok(2 * N() + M()), m_known) == kN);
+  CHECK(SolvableFor(Ok(M() * M() + 3 * N()), m_known) == kN);
+  // Several unknowns, none, or not a positive constant times it.
+  CHECK_FALSE(SolvableFor(Ok(N() + M()), none).has_value());
+  CHECK_FALSE(SolvableFor(Ok(C(4)), none).has_value());
+  CHECK_FALSE(SolvableFor(Ok(M()), m_known).has_value());
+  CHECK_FALSE(SolvableFor(Ok(M() * N()), m_known).has_value());
+  CHECK_FALSE(SolvableFor(Ok(N() * N()), none).has_value());
+  CHECK_FALSE(SolvableFor(Ok(C(8) - N()), none).has_value());
+  CHECK_FALSE(SolvableFor(Ok(N() / 2), none).has_value());
+  CHECK_FALSE(SolvableFor(Ok(N() + N() / 2), none).has_value());
+}
+
 TEST_CASE("Dim printing order and signs", "[core][dim]") {
   CHECK(Str(N() - 1) == "n - 1");
   CHECK(Str(4 - N()) == "-n + 4");
