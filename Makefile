@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 # Debian 12 packages weft builds with (see docs/architecture.md).
 PACKAGES := cmake ninja-build pkg-config python3 g++ llvm-19-dev llvm-19-tools libzstd-dev libz3-dev \
-            libboost-dev catch2 libedit-dev clang-19 libclang-rt-19-dev clang-format \
+            libboost-dev catch2 libedit-dev clang-19 libclang-rt-19-dev clang-format lld \
             python3-numpy python3-pytest nlohmann-json3-dev
 EXAMPLE  ?= examples/softmax.weft
 FUZZ_SECONDS ?= 60

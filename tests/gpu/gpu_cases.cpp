@@ -10,7 +10,12 @@
 //                            `random` with the case's seed, floats mapped from [0, 1) to [-1, 1)
 //   OUT/NAME/PARAM.ref.npy   each output as the interpreter computes it
 //
-//   gpu_cases [--out DIR] [--root DIR] [--seed N] [--ptxas PATH] [--only TEXT] CASE_FILE...
+//   gpu_cases [--out DIR] [--root DIR] [--seed N] [--ptxas PATH] [--only TEXT] [--ptx-only-without-gpu]
+//             CASE_FILE...
+//
+// --ptx-only-without-gpu (ctest's gpu.gen): where no GPU is found, each case's PTX and cubin only,
+// no inputs, references or manifest, and a case the compiler refuses fails gpu_cases itself (no
+// gpu_check will run); with a GPU, whole cases as without it.
 //
 // A case file has one case per line (`#` starts a comment):
 //
@@ -72,6 +77,7 @@
 #include "tile/lower.h"
 #include "weft/npy.h"
 #include "weft/numerics.h"
+#include "weft/runtime.h"
 
 namespace fs = std::filesystem;
 
@@ -85,6 +91,10 @@ struct Options {
   std::string ptxas;
   std::string only;
   std::vector<std::string> files;
+  // --ptx-only-without-gpu, where weft_init finds no GPU: no gpu_check runs here, so each case's
+  // PTX is generated and assembled, but no inputs, reference outputs or manifest are written (the
+  // interpreter's references are most of the time), and a case the compiler refuses is an error.
+  bool ptx_only = false;
 };
 
 struct Line {
@@ -332,7 +342,8 @@ class Generator {
     // not generated; gpu_check fails them.
     if (!kernel) return not_generated(RenderAll(checked.sources, kernel.error()), false);
     std::ostringstream call_err;
-    auto call = driver::PrepareKernelCall(*kernel, line.kernel, sizes, scalars, seed, line.reference, call_err);
+    bool with_reference = line.reference && !options_.ptx_only;
+    auto call = driver::PrepareKernelCall(*kernel, line.kernel, sizes, scalars, seed, with_reference, call_err);
     if (!call) {
       std::string message = FirstLine(call_err.str());
       if (!line.expect_error.empty() && message.find(line.expect_error) != std::string::npos) {
@@ -389,7 +400,7 @@ class Generator {
     std::vector<int> tensor_arg(kernel->params.size(), -1);
     std::size_t output = 0;
     std::vector<runtime::HostTensor> reference;
-    if (line.reference) {
+    if (with_reference) {
       auto expected = driver::InterpretKernelCall(checked.result.module, checked.result.vars, *def, *call);
       if (!expected) return not_generated("the interpreter's run failed: " + expected.error().message, true);
       reference = std::move(*expected);
@@ -405,7 +416,7 @@ class Generator {
       a.shape = call->shapes[i];
       a.out = p.out;
       if (p.out) {
-        if (line.reference) {
+        if (with_reference) {
           if (output >= reference.size())
             return not_generated("the interpreter gave no value for `" + p.name + "`", true);
           a.reference = p.name + ".ref.npy";
@@ -414,7 +425,7 @@ class Generator {
         }
         ++output;
       } else {
-        if (line.reference) {
+        if (with_reference) {
           // call->args holds every parameter but the `out` ones, scalars too.
           std::size_t arg = 0;
           for (std::size_t j = 0; j < i; ++j) arg += !kernel->params[j].out;
@@ -504,10 +515,12 @@ class Generator {
       if (status != 0) return not_generated("ptxas -arch=" + arch + " rejected the PTX:\n" + log, true);
       c.cubin = "kernel.cubin";
     }
-    std::ofstream(dir / "manifest.json") << ToJson(c);
+    if (!options_.ptx_only) std::ofstream(dir / "manifest.json") << ToJson(c);
     std::printf("GENERATED %s: grid %u,%u,%u, %u threads, %u bytes of shared memory%s\n", name.c_str(), c.grid[0],
                 c.grid[1], c.grid[2], c.threads, c.shared_bytes,
-                line.reference ? "" : ", inputs made on the GPU, no reference");
+                options_.ptx_only ? ", the PTX only (no GPU here)"
+                : line.reference  ? ""
+                                  : ", inputs made on the GPU, no reference");
     std::fflush(stdout);
     ++generated;
     return true;
@@ -585,6 +598,7 @@ class Generator {
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "gpu_cases: %s\nusage: gpu_cases [--out DIR] [--root DIR] [--seed N] [--ptxas PATH] [--only TEXT] "
+               "[--ptx-only-without-gpu] "
                "CASE_FILE...\n",
                why.c_str());
   std::exit(2);
@@ -611,6 +625,16 @@ int Main(int argc, char** argv) {
       options.ptxas = value();
     } else if (a == "--only") {
       options.only = value();
+    } else if (a == "--ptx-only-without-gpu") {
+      if (weft_init() == WEFT_OK) {
+        weft_shutdown();
+      } else {
+        std::printf(
+            "gpu_cases: no GPU here (%s): each case's PTX is generated and assembled, without inputs, "
+            "references or manifest (`ninja gpu-cases` makes whole cases for gpu_check)\n",
+            weft_last_error());
+        options.ptx_only = true;
+      }
     } else if (!a.empty() && a[0] == '-') {
       Usage("unknown option `" + a + "`");
     } else {
@@ -696,7 +720,8 @@ int Main(int argc, char** argv) {
       "gpu_cases: %d generated, %d not generated (the compiler refused them: gpu_check fails them), %d refused as "
       "expected, %d errors\n",
       generator.generated, generator.refused, generator.expected, generator.errors);
-  return ok ? 0 : 1;
+  // Without gpu_check to fail the cases the compiler refused, they fail here.
+  return ok && !(options.ptx_only && generator.refused > 0) ? 0 : 1;
 }
 
 }  // namespace
