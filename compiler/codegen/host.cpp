@@ -840,21 +840,22 @@ std::once_flag host_target_once;
 
 }  // namespace
 
+std::optional<Diagnostic> MainRefused(const core::Def& main) {
+  if (main.params.empty()) return std::nullopt;
+  return MakeDiagnostic(DiagnosticKind::HostUnsupported, main.span,
+                        "a `main` with parameters: `main` is a value (`def main = ...`)");
+}
+
 Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module, const core::VarStore& vars,
-                                                      const core::Def& main, const SourceManager& sources,
-                                                      const HostOptions& options) {
+                                                      const core::Def& main, graph::Graph graph, graph::Plan plan,
+                                                      const SourceManager& sources, const HostOptions& options) {
   HostModule program;
   program.context = std::make_unique<llvm::LLVMContext>();
   program.module = std::make_unique<llvm::Module>("weft_host", *program.context);
   program.module->setTargetTriple(llvm::sys::getDefaultTargetTriple());
-  if (!main.params.empty()) {
-    return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::HostUnsupported, main.span,
-                                                  "a `main` with parameters: `main` is a value (`def main = ...`)")};
-  }
-  auto built = graph::Build(module, vars, main);
-  if (!built) return built.error();
-  program.graph = std::make_unique<graph::Graph>(std::move(*built));
-  program.plan = std::make_unique<graph::Plan>(graph::Fuse(*program.graph, options.fuse));
+  if (std::optional<Diagnostic> refused = MainRefused(main)) return std::vector<Diagnostic>{*refused};
+  program.graph = std::make_unique<graph::Graph>(std::move(graph));
+  program.plan = std::make_unique<graph::Plan>(std::move(plan));
   try {
     Lowering lowering(module, vars, sources, *program.graph, *program.plan, program, options);
     lowering.LowerMain();

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,6 @@ struct HostOptions {
   // (graph::FuseOptions); without it every product runs on the generic kernel.
   const core::Module* stdlib = nullptr;
   const core::VarStore* stdlib_vars = nullptr;
-  // How `main`'s graph fuses: the driver's, so that the plan's generated epilogue kernels are the
-  // ones it checked into `stdlib` (graph/epilogue.h).
-  graph::FuseOptions fuse;
   // Not empty: `main` (a wrapper of an export, driver/build_command.cpp, docs/python.md) becomes `void SYMBOL(void)`
   // of a shared library, called by weft_library_call (weft/library.h) instead of starting and
   // ending a program; its `load`s take the call's arguments and its `save`s give its results.
@@ -89,12 +87,18 @@ struct HostOptions {
   std::uint32_t export_wrapper_begin = 0;
 };
 
-// Step 1: `main`'s host code and its array kernels' device code, or the diagnostics that say what
-// in it `weft build` does not compile (E0800, E0801) or what a kernel it calls does not lower
-// (tile::Lower's). @pre `main` checked.
+// Step 0: what makes `main` no program at all for `weft build` (E0801: it has parameters), before
+// its graph is built.
+std::optional<Diagnostic> MainRefused(const core::Def& main);
+
+// Step 1: `main`'s host code and its array kernels' device code, from its dataflow graph and plan
+// (graph::Build and graph::Fuse, which the driver runs once: it fuses until every generated
+// epilogue kernel fits, and checks those kernels into `options.stdlib`), or the diagnostics that
+// say what in it `weft build` does not compile (E0800, E0801) or what a kernel it calls does not
+// lower (tile::Lower's). @pre `main` checked, MainRefused(main) empty, `graph` built from `main`.
 Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module, const core::VarStore& vars,
-                                                      const core::Def& main, const SourceManager& sources,
-                                                      const HostOptions& options = {});
+                                                      const core::Def& main, graph::Graph graph, graph::Plan plan,
+                                                      const SourceManager& sources, const HostOptions& options = {});
 
 // Step 2: the device code of `program.kernels[index]` (`cubin` empty when there is none).
 void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& device, const std::string& cubin);

@@ -25,6 +25,7 @@
 #include "core/type_printer.h"
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
+#include "driver/frontend.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
 #include "interp/interpreter.h"
@@ -145,11 +146,6 @@ struct Checked {
   std::optional<check::CheckResult> stdlib;  // `import gemm` alone, for the products routed to it
 };
 
-std::string StdlibDir() {
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  return stdlib ? stdlib : WEFT_STDLIB_DIR;
-}
-
 // The stdlib kernels the graph routes products and attention to (graph::FuseOptions), and the
 // kernels it generates for products with epilogues (graph/epilogue.h), checked into the same
 // sources as the program so that their spans (line information) resolve. Without them (a stdlib
@@ -159,33 +155,33 @@ std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources, con
   for (const std::string& extra : {generated, std::string()}) {
     Diagnostics quiet;
     FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n" + extra);
-    syntax::Ast ast = syntax::Parse(sources, id, quiet);
-    check::CheckOptions options;
-    options.stdlib_dir = StdlibDir();
-    check::CheckResult result = check::Check(sources, ast, quiet, options);
-    if (!quiet.has_errors()) return result;
+    Front front = Parse(sources, quiet, id);
+    Check(front, sources, quiet);
+    if (!quiet.has_errors()) return std::move(front.result);
     if (extra.empty()) break;
   }
   return std::nullopt;
 }
 
-// The products of `main` with their epilogue in a generated kernel (graph/epilogue.h): how to fuse
-// (FuseOptions) and the kernels' sources. An epilogue kernel that does not check, lower or
-// synthesize for `target` (too many registers for the tile, say) is given up: its product runs
-// alone and the reason shows in `--emit=graph`. LowerMain builds the same graph and plan again.
-struct Epilogues {
-  graph::FuseOptions fuse;
-  std::string sources;
+// `main`'s dataflow graph, built once a build, and its plan: the products with their epilogue in a
+// generated kernel (graph/epilogue.h) and those kernels' sources. An epilogue kernel that does not
+// check, lower or synthesize for `target` (too many registers for the tile, say) is given up: the
+// graph is fused again with its product alone, and the reason shows in `--emit=graph`.
+struct MainGraph {
+  graph::Graph graph;
+  graph::Plan plan;
+  std::string epilogue_sources;
 };
 
-Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, const core::Def& main,
-                        synth::Target target) {
-  Epilogues out;
+Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, const core::VarStore& vars,
+                                                    const core::Def& main, synth::Target target) {
+  if (std::optional<Diagnostic> refused = codegen::MainRefused(main)) return std::vector<Diagnostic>{*refused};
   auto graph = graph::Build(module, vars, main);
-  if (!graph) return out;
+  if (!graph) return graph.error();
+  graph::FuseOptions fuse;
   std::map<std::string, std::string> tried;  // per kernel text: why it failed, or empty
   for (;;) {
-    graph::Plan plan = graph::Fuse(*graph, out.fuse);
+    graph::Plan plan = graph::Fuse(*graph, fuse);
     bool again = false;
     for (const graph::Group& group : plan.groups) {
       if (!group.epilogue) continue;
@@ -212,46 +208,42 @@ Epilogues PlanEpilogues(const core::Module& module, const core::VarStore& vars, 
       }
       if (why.empty()) continue;
       for (graph::NodeId id : group.nodes)
-        if (graph->Get(id).kind == graph::Kind::MatMul) out.fuse.plain_products[id.index] = why;
+        if (graph->Get(id).kind == graph::Kind::MatMul) fuse.plain_products[id.index] = why;
       again = true;
     }
     if (!again) {
-      out.sources = graph::EpilogueSources(*graph, plan);
-      return out;
+      std::string sources = graph::EpilogueSources(*graph, plan);
+      return MainGraph{std::move(*graph), std::move(plan), std::move(sources)};
     }
   }
 }
 
-codegen::HostOptions HostFor(Checked& c, synth::Target target, const core::Def& main) {
-  codegen::HostOptions host;
-  host.target = target;
-  Epilogues epilogues = PlanEpilogues(c.result->module, c.result->vars, main, target);
-  host.fuse = epilogues.fuse;
-  if (!c.stdlib) c.stdlib = CheckStdlibKernels(c.sources, epilogues.sources);
-  if (c.stdlib) {
-    host.stdlib = &c.stdlib->module;
-    host.stdlib_vars = &c.stdlib->vars;
+// `main` lowered to its host module (codegen::LowerMain) through its graph, planned once, with
+// the stdlib's kernels and its epilogue kernels checked into `stdlib` (unless it holds them
+// already) for the products routed to them. `stdlib` outlives the module, which refers to it.
+Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(const core::Module& module, const core::VarStore& vars,
+                                                                 const core::Def& main, SourceManager& sources,
+                                                                 std::optional<check::CheckResult>& stdlib,
+                                                                 codegen::HostOptions host) {
+  auto planned = PlanMain(module, vars, main, host.target);
+  if (!planned) return planned.error();
+  if (!stdlib) stdlib = CheckStdlibKernels(sources, planned->epilogue_sources);
+  if (stdlib) {
+    host.stdlib = &stdlib->module;
+    host.stdlib_vars = &stdlib->vars;
   }
-  return host;
+  return codegen::LowerMain(module, vars, main, std::move(planned->graph), std::move(planned->plan), sources, host);
+}
+
+Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(Checked& c, const codegen::HostOptions& host,
+                                                                 const core::Def& main) {
+  return LowerMainOf(c.result->module, c.result->vars, main, c.sources, c.stdlib, host);
 }
 
 void CheckFile(const std::string& path, Checked& c) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    c.file = c.sources.Add("<stdin>", std::move(text));
-  } else {
-    std::string reason;
-    c.file = c.sources.Load(path, reason);
-    if (!c.file) {
-      c.diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
-      return;
-    }
-  }
-  syntax::Ast ast = syntax::Parse(c.sources, *c.file, c.diagnostics);
-  if (c.diagnostics.has_errors()) return;
-  check::CheckOptions check_options;
-  check_options.stdlib_dir = StdlibDir();
-  c.result = check::Check(c.sources, ast, c.diagnostics, check_options);
+  Front front = LoadParseCheck(c.sources, c.diagnostics, path);
+  c.file = front.file;
+  c.result = std::move(front.result);
 }
 
 const core::Def* MainOf(const Checked& c) {
@@ -499,14 +491,8 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   // 1. Does `main` compile for the GPU? (Cheap: no synthesis yet.)
   codegen::HostOptions host;
   host.target = probe.target.value_or(synth::Target::Sm90a);
-  Epilogues epilogues = PlanEpilogues(module, vars, main, host.target);
-  host.fuse = epilogues.fuse;
-  std::optional<check::CheckResult> stdlib = CheckStdlibKernels(sources, epilogues.sources);
-  if (stdlib) {
-    host.stdlib = &stdlib->module;
-    host.stdlib_vars = &stdlib->vars;
-  }
-  auto program = codegen::LowerMain(module, vars, main, sources, host);
+  std::optional<check::CheckResult> stdlib;
+  auto program = LowerMainOf(module, vars, main, sources, stdlib, host);
   if (!program) {
     for (const Diagnostic& d : program.error()) diagnostics.Add(d);
     return give_up("`main` does not compile for the GPU (" + Located(sources, program.error().front()) + ")");
@@ -563,13 +549,12 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       c.diagnostics.Emit(DiagnosticKind::NoMain, Span{}, options.inputs.front());
       return Report(options, c.sources, c.diagnostics, err);
     }
-    auto graph = graph::Build(c.result->module, c.result->vars, *main);
-    if (!graph) {
-      for (const Diagnostic& d : graph.error()) c.diagnostics.Add(d);
+    auto planned = PlanMain(c.result->module, c.result->vars, *main, *target);
+    if (!planned) {
+      for (const Diagnostic& d : planned.error()) c.diagnostics.Add(d);
       return Report(options, c.sources, c.diagnostics, err);
     }
-    graph::FuseOptions fuse = PlanEpilogues(c.result->module, c.result->vars, *main, *target).fuse;
-    out << graph::Print(*graph, graph::Fuse(*graph, fuse), c.result->vars, c.sources);
+    out << graph::Print(planned->graph, planned->plan, c.result->vars, c.sources);
     out.flush();
     return Report(options, c.sources, c.diagnostics, err);
   }
@@ -584,8 +569,9 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       return Report(options, c.sources, c.diagnostics, err);
     }
     if (main) {
-      codegen::HostOptions host = HostFor(c, *target, *main);
-      auto program = codegen::LowerMain(c.result->module, c.result->vars, *main, c.sources, host);
+      codegen::HostOptions host;
+      host.target = *target;
+      auto program = LowerMainOf(c, host, *main);
       if (program && emit) {
         // The kernels `main` calls, then (LLVM IR) its host module.
         GenerateKernels(*program, *target, c.sources, c.diagnostics,
@@ -836,11 +822,9 @@ std::uint32_t CheckWithWrapper(const std::string& path, std::string text, const 
   const auto begin = static_cast<std::uint32_t>(text.size());
   text += wrapper.source;
   c.file = c.sources.Add(path, text);
-  syntax::Ast ast = syntax::Parse(c.sources, *c.file, c.diagnostics);
-  if (c.diagnostics.has_errors()) return begin;
-  check::CheckOptions check_options;
-  check_options.stdlib_dir = StdlibDir();
-  c.result = check::Check(c.sources, ast, c.diagnostics, check_options);
+  Front front = Parse(c.sources, c.diagnostics, *c.file);
+  Check(front, c.sources, c.diagnostics);
+  c.result = std::move(front.result);
   return begin;
 }
 
@@ -944,11 +928,12 @@ int RunBuildShared(const Options& options, std::ostream& err) {
     if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
     const core::Def* def = MainOf(c);
     if (!def) continue;
-    codegen::HostOptions host = HostFor(c, *target, *def);
+    codegen::HostOptions host;
+    host.target = *target;
     host.export_symbol = "weft_export_body_" + std::to_string(i);
     host.export_name = w.def;
     host.export_wrapper_begin = begin;
-    auto program = codegen::LowerMain(c.result->module, c.result->vars, *def, c.sources, host);
+    auto program = LowerMainOf(c, host, *def);
     if (!program) {
       if (requested[i]) {
         for (const Diagnostic& d : program.error()) c.diagnostics.Add(d);

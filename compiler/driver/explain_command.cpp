@@ -9,6 +9,7 @@
 
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "driver/frontend.h"
 #include "driver/kernel_call.h"
 #include "graph/graph.h"
 #include "syntax/parser.h"
@@ -33,29 +34,14 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
     return 2;
   }
   const std::string& path = options.inputs.front();
-  std::optional<FileId> file;
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    file = sources.Add("<stdin>", std::move(text));
-  } else {
-    std::string reason;
-    file = sources.Load(path, reason);
-    if (!file) {
-      diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
-      return report();
-    }
-  }
-  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
-  if (diagnostics.has_errors()) return report();
-  check::CheckOptions check_options;
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
-  check::CheckResult checked = check::Check(sources, ast, diagnostics, check_options);
-  if (diagnostics.has_errors()) return report();
+  Front front = LoadParseCheck(sources, diagnostics, path);
+  if (!front.result || diagnostics.has_errors()) return report();
+  const check::CheckResult& checked = *front.result;
+  const FileId file = *front.file;
 
   int kernels = 0;
   for (const core::Def& def : checked.module.defs()) {
-    if (!tile::IsKernel(def) || def.span.file != *file) continue;
+    if (!tile::IsKernel(def) || def.span.file != file) continue;
     if (!options.kernel.empty() && def.name != options.kernel) continue;
     ++kernels;
     auto kernel = tile::Lower(checked.module, checked.vars, def);
@@ -72,7 +58,7 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
   }
   if (main_action && options.kernel.empty()) {
     for (const core::Def& def : checked.module.defs()) {
-      if (def.name == "main" && def.ok && def.span.file == *file && !def.kernel)
+      if (def.name == "main" && def.ok && def.span.file == file && !def.kernel)
         main_action(checked.module, checked.vars, def, sources, diagnostics);
     }
   }

@@ -17,6 +17,7 @@
 #include "diagnostics/render.h"
 #include "driver/build_command.h"
 #include "driver/explain_command.h"
+#include "driver/frontend.h"
 #include "driver/layout_command.h"
 #include "driver/options.h"
 #include "driver/repl.h"
@@ -42,33 +43,15 @@ bool Report(const Options& options, const SourceManager& sources, const Diagnost
   return diagnostics.has_errors();
 }
 
-std::optional<FileId> LoadInput(SourceManager& sources, const std::string& path, Diagnostics& diagnostics) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    return sources.Add("<stdin>", std::move(text));
-  }
-  std::string reason;
-  std::optional<FileId> file = sources.Load(path, reason);
-  if (!file) diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
-  return file;
-}
-
-check::CheckOptions DefaultCheckOptions() {
-  check::CheckOptions check_options;
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
-  return check_options;
-}
-
 ExitCode RunCheck(const Options& options) {
   SourceManager sources;
   Diagnostics diagnostics;
-  std::optional<FileId> file = LoadInput(sources, options.inputs.front(), diagnostics);
-  if (!file) {
+  driver::Front front = driver::LoadParse(sources, diagnostics, options.inputs.front());
+  if (!front.file) {
     Report(options, sources, diagnostics);
     return ExitCode::InputError;
   }
-  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
+  const syntax::Ast& ast = *front.ast;
   switch (options.emit) {
     case Emit::Ast:
       std::cout << syntax::Print(ast);
@@ -82,15 +65,16 @@ ExitCode RunCheck(const Options& options) {
       // One line per definition that checked (and kernel that lowered), in source order; errors on
       // stderr. A file that does not parse is not checked: its broken declarations would only cause
       // more errors.
-      if (diagnostics.has_errors()) break;
-      check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
+      driver::Check(front, sources, diagnostics);
+      if (!front.result) break;
+      const check::CheckResult& result = *front.result;
       if (options.emit == Emit::Core) {
         std::cout << core::Print(result.module, result.vars);
         break;
       }
       // Each kernel of FILE that checked is lowered to the tile IR: what the tier refuses is an
       // error of the file (docs/kernels.md). Synthesis is not run: it depends on the target.
-      tile::FileKernels kernels = tile::LowerKernels(result.module, result.vars, *file, diagnostics);
+      tile::FileKernels kernels = tile::LowerKernels(result.module, result.vars, *front.file, diagnostics);
       if (options.emit == Emit::Tile) {
         for (const tile::Kernel& kernel : kernels.lowered) std::cout << tile::Print(kernel);
         break;
@@ -112,19 +96,14 @@ ExitCode RunRun(const Options& options) {
   SourceManager sources;
   Diagnostics diagnostics;
   const std::string& path = options.inputs.front();
-  std::optional<FileId> file = LoadInput(sources, path, diagnostics);
-  if (!file) {
+  driver::Front front = driver::LoadParseCheck(sources, diagnostics, path);
+  if (!front.result) {
     Report(options, sources, diagnostics);
     return ExitCode::InputError;
   }
-  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
-  if (diagnostics.has_errors()) {
-    Report(options, sources, diagnostics);
-    return ExitCode::InputError;
-  }
-  check::CheckResult result = check::Check(sources, ast, diagnostics, DefaultCheckOptions());
+  const check::CheckResult& result = *front.result;
   const core::Def* main = result.module.Find("main");
-  if (!diagnostics.has_errors() && (!main || main->span.file != *file)) {
+  if (!diagnostics.has_errors() && (!main || main->span.file != *front.file)) {
     diagnostics.Emit(DiagnosticKind::NoMain, Span{}, path);
   }
   if (diagnostics.has_errors()) {
@@ -187,7 +166,7 @@ ExitCode Main(int argc, char** argv) {
     case driver::Command::Call:
       return static_cast<ExitCode>(driver::RunCall(*options, std::cerr));
     case driver::Command::Lsp:
-      return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, DefaultCheckOptions()));
+      return static_cast<ExitCode>(lsp::RunServer(STDIN_FILENO, STDOUT_FILENO, driver::DefaultCheckOptions()));
     case driver::Command::Help:
     case driver::Command::None:
       break;

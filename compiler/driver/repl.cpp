@@ -18,6 +18,7 @@
 #include "check/check.h"
 #include "core/type_printer.h"
 #include "diagnostics/render.h"
+#include "driver/frontend.h"
 #include "driver/layout_command.h"
 #include "interp/interpreter.h"
 #include "syntax/lexer.h"
@@ -907,8 +908,7 @@ std::string HistoryPath() {
 int RunRepl(const Options& options) {
   ReplConfig config;
   config.color = UseColor(options.color, STDERR_FILENO);
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  config.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
+  config.stdlib_dir = StdlibDir();
   Repl repl(std::cout, std::cerr, config);
   for (const std::string& file : options.inputs) repl.Run(":load " + file);
 

@@ -22,6 +22,7 @@
 
 #include "check/check.h"
 #include "diagnostics/render.h"
+#include "driver/frontend.h"
 #include "driver/kernel_call.h"
 #include "sim/executor.h"
 #include "syntax/parser.h"
@@ -48,19 +49,9 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
     return diagnostics.has_errors() ? 1 : 0;
   };
   const std::string& path = options.inputs.front();
-  std::string reason;
-  std::optional<FileId> file = sources.Load(path, reason);
-  if (!file) {
-    diagnostics.Emit(DiagnosticKind::CannotReadFile, Span{}, path, reason);
-    return report();
-  }
-  syntax::Ast ast = syntax::Parse(sources, *file, diagnostics);
-  if (diagnostics.has_errors()) return report();
-  check::CheckOptions check_options;
-  const char* stdlib = std::getenv("WEFT_STDLIB");
-  check_options.stdlib_dir = stdlib ? stdlib : WEFT_STDLIB_DIR;
-  check::CheckResult checked = check::Check(sources, ast, diagnostics, check_options);
-  if (diagnostics.has_errors()) return report();
+  Front front = LoadParseCheck(sources, diagnostics, path);
+  if (!front.result || diagnostics.has_errors()) return report();
+  const check::CheckResult& checked = *front.result;
 
   // 1. The kernel.
   const core::Def* def = checked.module.Find(options.kernel);
