@@ -103,10 +103,9 @@ class SizesKnown {
     const auto* tensor = std::get_if<TensorType>(&t->node);
     if (!tensor) return;
     core::Shape shape = vars_.Resolve(tensor->shape);
+    // A size alone (`n`) is the simplest case SolvableFor takes.
     auto learn = [&](const Dim& d) {
-      std::optional<SizeVarId> v = d.AsVar();
-      if (!v) v = core::SolvableFor(d, [&](SizeVarId u) { return Known(u); });
-      if (v) known_.insert(v->index);
+      if (auto v = core::SolvableFor(d, [&](SizeVarId u) { return Known(u); })) known_.insert(v->index);
     };
     for (const Dim& d : shape.before) learn(vars_.Resolve(d));
     for (const Dim& d : shape.after) learn(vars_.Resolve(d));
