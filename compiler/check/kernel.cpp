@@ -10,10 +10,14 @@
 //     types), `mma` (f16/bf16 matrices into an f32 accumulator) and `store` (into a tile of an `out`
 //     parameter, which nothing else may read). The body's type is `()`.
 //  4. Obligations discharged, generalization and elaboration (elaborate.cpp) as for a `def`.
+// A layout written on a parameter's or an ascription's type (`@reg (128,64):(64,1)`) is evaluated
+// where it is read (PlacementOf) into a layout value, or why it has none, which core::Placement
+// carries to the tile IR and synthesis.
 #include <algorithm>
 
 #include "base/overloaded.h"
 #include "check/checker.h"
+#include "layout/from_syntax.h"
 
 namespace weft::check {
 namespace {
@@ -51,7 +55,10 @@ std::optional<Placement> Checker::PlacementOf(syntax::TypeId id) {
   if (!tensor || !tensor->space) return std::nullopt;
   Placement placement;
   placement.space = "@" + tensor->space->text;
-  if (tensor->layout) placement.layout = std::string(sources_.Text(ast_->Get(tensor->layout).span));
+  // A written layout is evaluated here, once: synthesis reads its value (or why it has none).
+  if (tensor->layout)
+    placement.layout = core::WrittenLayout{std::string(sources_.Text(ast_->Get(tensor->layout).span)),
+                                           layout::Evaluate(*ast_, tensor->layout)};
   placement.span = ast_->Get(id).span;
   return placement;
 }

@@ -23,6 +23,7 @@
 #include "base/source.h"
 #include "base/typed_id.h"
 #include "core/types.h"
+#include "layout/expr.h"
 
 namespace weft::core {
 
@@ -111,11 +112,18 @@ using ExprNode = std::variant<expr::IntLit, expr::FloatLit, expr::BoolLit, expr:
                               expr::Builtin, expr::SizeValue, expr::ShapeArg, expr::Apply, expr::Lambda, expr::Let,
                               expr::If, expr::Tuple, expr::TensorLit, expr::Index, expr::Loop, expr::Cast>;
 
+// A layout written on a kernel-tier type (`@reg (128,128):(128,1)`), evaluated once by the checker
+// (check/kernel.cpp, layout/from_syntax.h): synthesis honours its value and parses nothing.
+struct WrittenLayout {
+  std::string text;                     // as written (`?L`, `(128,64):(64,1)`), for printing and messages
+  layout::Result<layout::Value> value;  // its value, or why it has none (`?L`: only synthesis gives one)
+};
+
 // Where a kernel-tier ascription puts a value: `(e : f32[128, 128] @reg (128,128):(128,1))`.
 struct Placement {
-  std::string space;   // "@global", "@shared" or "@reg" (tile::Spelling's spelling)
-  std::string layout;  // the layout as written (`?L`, `(128,64):(64,1)`), empty when none is
-  Span span;           // the ascribed type
+  std::string space;                    // "@global", "@shared" or "@reg" (tile::Spelling's spelling)
+  std::optional<WrittenLayout> layout;  // unset when none is written
+  Span span;                            // the ascribed type
 };
 
 struct Expr {

@@ -153,7 +153,7 @@ class IrPrinter {
       out_ << "(";
       PrintNode(id, indent + 1);
       out_ << " : " << types_.Print(e.type) << " " << e.placement->space;
-      if (!e.placement->layout.empty()) out_ << " " << e.placement->layout;
+      if (e.placement->layout) out_ << " " << e.placement->layout->text;
       out_ << ")";
       return;
     }

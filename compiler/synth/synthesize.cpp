@@ -10,8 +10,6 @@
 
 #include "base/source.h"
 #include "layout/algebra.h"
-#include "layout/from_syntax.h"
-#include "syntax/parser.h"
 #include "synth/tiling.h"
 
 namespace weft::synth {
@@ -396,16 +394,8 @@ void Synthesizer::EvaluatePins() {
   for (std::size_t i = 0; i < kernel_.values.size(); ++i) {
     const tile::Value& v = kernel_.values[i];
     if (!v.pin) continue;
-    SourceManager sources;
-    Diagnostics diagnostics;
-    FileId file = sources.Add("<pin>", v.pin->text);
-    syntax::LayoutParse parsed = syntax::ParseLayoutExpression(sources, file, diagnostics);
     auto fail = [&](const std::string& why) { Error(DiagnosticKind::SynthBadPin, v.pin->span, v.pin->text, why); };
-    if (!parsed.layout.valid()) {
-      fail(diagnostics.all().empty() ? "it does not parse" : diagnostics.all().front().message);
-      continue;
-    }
-    auto value = layout::Evaluate(parsed.ast, parsed.layout);
+    const auto& value = v.pin->value;  // evaluated by the checker (tile::Pin)
     if (!value.ok()) {
       fail(value.error());
       continue;

@@ -28,6 +28,7 @@
 #include "base/typed_id.h"
 #include "core/dim.h"
 #include "core/types.h"
+#include "layout/expr.h"
 
 namespace weft::tile {
 
@@ -38,10 +39,12 @@ enum class Space : std::uint8_t { Scalar, Global, Shared, Reg };
 std::string_view Spelling(Space space);  // "scalar", "@global", "@shared", "@reg"
 
 // A layout the program wrote on a tile (`f32[128, 128] @reg <layout>` in an ascription or a
-// parameter's type), kept as written; synth evaluates it (layout/from_syntax) and must honour it.
+// parameter's type): its value, which the checker evaluated (core::WrittenLayout) and synthesis must
+// honour, or why it has none (synthesis reports that as E0602, SynthBadPin).
 struct Pin {
-  std::string text;
-  Span span;
+  std::string text;  // as written, for the printer and for messages
+  Span span;         // the ascribed type
+  layout::Result<layout::Value> value;
 };
 
 struct Value {

@@ -35,7 +35,7 @@ namespace ce = core::expr;
 struct KernelFields {
   bool present = false;
   std::vector<bool> out;
-  std::vector<std::optional<std::pair<std::string, Span>>> param_layouts;
+  std::vector<std::optional<Pin>> param_layouts;
   std::vector<ExprId> grid;
   ExprId threads;
 };
@@ -47,8 +47,8 @@ KernelFields FieldsOf(const core::Def& def) {
   fields.grid = def.kernel->grid;
   fields.threads = def.kernel->threads;
   for (const auto& space : def.kernel->param_spaces) {
-    if (space && !space->layout.empty()) {
-      fields.param_layouts.emplace_back(std::make_pair(space->layout, space->span));
+    if (space && space->layout) {
+      fields.param_layouts.emplace_back(Pin{space->layout->text, space->span, space->layout->value});
     } else {
       fields.param_layouts.emplace_back();
     }
@@ -313,7 +313,7 @@ void Lowering::Place(const core::Expr& e, const Lowered& lowered) {
     d.notes.push_back(MakeNote(DiagnosticKind::NoteMadeHere, e.span, Describe(v, "the value")));
     Stop();
   }
-  if (!placement->layout.empty()) kernel_.Get(v).pin = Pin{placement->layout, placement->span};
+  if (placement->layout) kernel_.Get(v).pin = Pin{placement->layout->text, placement->span, placement->layout->value};
 }
 
 ValueId Lowering::One(ExprId id) {
@@ -843,8 +843,7 @@ Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
       Param param;
       param.value = v;
       param.out = i < fields_.out.size() && fields_.out[i];
-      if (i < fields_.param_layouts.size() && fields_.param_layouts[i])
-        kernel_.Get(v).pin = Pin{fields_.param_layouts[i]->first, fields_.param_layouts[i]->second};
+      if (i < fields_.param_layouts.size() && fields_.param_layouts[i]) kernel_.Get(v).pin = fields_.param_layouts[i];
       if (const auto* name = std::get_if<core::pattern::Name>(&p.node)) {
         param.name = name->name;
         kernel_.Get(v).name = name->name;

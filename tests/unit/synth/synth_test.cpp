@@ -400,8 +400,11 @@ TEST_CASE("an f32 mma has no atom (E0606), and a pinned shared layout is honoure
     CHECK(plan.error().front().kind == DiagnosticKind::SynthNoMmaAtom);
   }
   SECTION("a pin") {
+    layout::Layout rows = *layout::Layout::Make(layout::IntTuple::Tuple({128, 64}), layout::IntTuple::Tuple({64, 1}));
+    layout::Value pinned = layout::SwizzledLayout(*layout::Swizzle::Make(3, 3, 3), 0, rows);  // the checker's value
     for (auto& v : k.values)
-      if (v.space == tile::Space::Shared && v.name == "sa") v.pin = tile::Pin{"Sw<3,3,3> o 0 o (128,64):(64,1)", {}};
+      if (v.space == tile::Space::Shared && v.name == "sa")
+        v.pin = tile::Pin{"Sw<3,3,3> o 0 o (128,64):(64,1)", {}, pinned};
     auto plan = Synthesize(k, Target::Sm80);
     REQUIRE(plan.ok());
     for (std::size_t v = 0; v < k.values.size(); ++v)

@@ -212,7 +212,9 @@ TEST_CASE("block_idx beyond the grid's rank", "[tile]") {
 
 TEST_CASE("the printer's format", "[tile]") {
   Gemm g;
-  g.k.Get(g.sa).pin = Pin{"Sw<3,4,3> o 0 o (128,64):(64,1)", Span{}};
+  layout::Layout rows = *layout::Layout::Make(layout::IntTuple::Tuple({128, 64}), layout::IntTuple::Tuple({64, 1}));
+  g.k.Get(g.sa).pin = Pin{"Sw<3,4,3> o 0 o (128,64):(64,1)", Span{},
+                          layout::Value(layout::SwizzledLayout(*layout::Swizzle::Make(3, 4, 3), 0, rows))};
   CHECK(Print(g.k) ==
         "kernel gemm (%a : bf16[256, 128] @global) (%b : bf16[128, 256] @global) (out %c : f32[256, 256] @global)\n"
         "    grid (2, 2) threads 128 {\n"
