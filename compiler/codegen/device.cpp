@@ -106,8 +106,9 @@ struct Slot {
 
 class Emitter {
  public:
-  Emitter(const tile::Kernel& kernel, const synth::Plan& plan, llvm::LLVMContext& ctx, llvm::Module& module)
-      : k_(kernel), plan_(plan), ctx_(ctx), m_(module), b_(ctx) {}
+  Emitter(const tile::Kernel& kernel, const synth::Plan& plan, const schedule::Lowering& lowering,
+          llvm::LLVMContext& ctx, llvm::Module& module)
+      : k_(kernel), plan_(plan), lowering_(lowering), ctx_(ctx), m_(module), b_(ctx) {}
 
   DeviceKernel Emit();
 
@@ -170,10 +171,6 @@ class Emitter {
   };
   void EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared& s, const Prefetch* prefetch = nullptr);
   llvm::Value* SharedBase(ValueId dst, llvm::Value* slot);
-  // The ops of a pipelined loop's body that compute its copies into shared memory (the copies and
-  // the scalar and view ops they read), in body order; empty when the copies cannot be issued
-  // ahead (they read a carried value or another kind of op).
-  std::vector<OpId> CopySlice(const tile::op::Loop& loop, int& stages);
   void EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   void EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& r);
   // ldmatrix instructions [first, last) of the `regs` op `id` (dst = regs src) into `regs`.
@@ -200,8 +197,6 @@ class Emitter {
     std::function<void(bool)> slot;              // the ring's tiles at this (false) or the next (true) slot
   };
   MmaRing* ring_mma_ = nullptr;
-  // The mma of such a loop (and the body's `regs` and `transpose` ops it reads through), or none.
-  std::optional<OpId> RingMma(const tile::op::Loop& loop, const std::set<std::uint32_t>& copy_ops);
   void LoadSlice(ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s, std::int64_t slices);
 
   // --- sm_90a: TMA, mbarriers, wgmma ---
@@ -285,8 +280,6 @@ class Emitter {
     bool in_body = false, issued = false, pending = false;
   };
   std::optional<Staged> staged_;
-  // The staged op of a loop (the consumers of a warp-specialized one), or none.
-  std::optional<std::pair<OpId, std::size_t>> FindStaged(const tile::op::Loop& loop);
   void StageFlush();  // issue the previous iteration's product
   void StageWait();   // and wait for it: the carried accumulator's registers are valid
   // A mask whose compare holds for a whole iteration's tile (attention's causal mask below the
@@ -311,7 +304,7 @@ class Emitter {
   std::set<std::uint32_t> deferred_wgmma_;
   std::vector<schedule::Protocol> protocols_;  // DeviceKernel::protocols
   void EmitStore(OpId id, const tile::op::Store& s);
-  void EmitLoop(const tile::Op& op, const tile::op::Loop& loop);
+  void EmitLoop(OpId id, const tile::Op& op, const tile::op::Loop& loop);
 
   // --- warp specialization (sm_90a; docs/codegen.md, "Warp specialization") ---
   // A kernel whose body has one pipelined loop of TMA copies, at the top level and with no loop in
@@ -320,20 +313,9 @@ class Emitter {
   // full[slot]; the kernel's threads (the consumers) wait on full[slot], run the body and arrive on
   // empty[slot], syncing among themselves with bar.sync 1 (never the whole block). With two or more
   // consumer warpgroups, setmaxnreg moves registers from the producer to them.
-  struct Specialized {
-    OpId loop;
-    std::vector<OpId> prelude;  // the top-level ops before the loop that its copies and bound read
-    int stages = 0;
-    int producer_registers = 0, consumer_registers = 0;  // setmaxnreg (0: none)
-    // Two consumer warpgroups take turns at the tensor cores (named barriers 2 and 3): one's
-    // products run while the other does its vector work. Where the body has products it waits for
-    // (not only a deferred accumulator).
-    bool ping_pong = false;
-    std::optional<std::pair<OpId, std::size_t>> staged;  // the consumers' staged product (Staged)
-    // Each block loops over the grid's blocks (EachTile): the producer runs into the next block's
-    // copies while the consumers finish this one's.
-    bool persistent = false;
-  };
+  // The roles (schedule::WarpRoles: the loop, the prelude, the ring's depth, registers, ping-pong,
+  // the staged product, persistence) come from the schedule.
+  using Specialized = schedule::WarpRoles;
   // A persistent kernel's loop over the grid's blocks, linearized (x fastest), from the launched
   // block's index with the launched grid's stride: `body` once a block of the kernel's grid, with
   // block_idx that block's and the ring's iterations counted on from the previous blocks'.
@@ -341,33 +323,16 @@ class Emitter {
   // A consumer warp is done with the ring's slot of iteration `done` (i64): lane 0 arrives on its
   // empty mbarrier, where `live` (or always).
   void Release(int stages, llvm::Value* done, llvm::Value* live);
-  std::optional<Specialized> FindSpecialization();
-  bool SolverWantsProducer(OpId loop) const;  // the schedule of `loop` (schedule::Build) has a producer
   // The kernel's body; twice when a pipeline's body reads a bool parameter (EmitBody).
   void EmitBody();
   void EmitSpecialized();
   void EmitProducer(const Specialized& s);
   void EmitProducerLoop(const Specialized& s);
-  std::optional<Specialized> specialized_;
+  const Specialized* specialized_ = nullptr;  // lowering_.roles
   llvm::Value* leader_ = nullptr;  // the thread IfThread0 runs on: tid == 0, or this one (the producer)
   bool turns_ = false;             // inside a ping-pong loop's body: products take turns
   bool consumers_only_ = false;    // Barrier() syncs the kernel's threads alone (bar.sync 1, threads)
 
- public:
-  void DisableWarpSpecialization() { warp_specialize_ = false; }
-  void EnablePingPong() { ping_pong_ = true; }
-  void DisableStaging() { stage_products_ = false; }
-  void EnablePersistence() { persistent_ = true; }
-  void DisableTmaStores() { tma_store_ = false; }
-  void SetMinBlocks(int blocks) { min_blocks_ = blocks; }
-
- private:
-  bool warp_specialize_ = true;
-  bool ping_pong_ = false;      // Options::ping_pong
-  bool stage_products_ = true;  // Options::stage_products
-  bool persistent_ = false;     // Options::persistent
-  bool tma_store_ = true;       // Options::tma_store
-  int min_blocks_ = 0;          // Options::min_blocks
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);
   llvm::Value* Elementwise(const std::string& fn, Dtype d, const std::vector<llvm::Value*>& x);
@@ -375,6 +340,7 @@ class Emitter {
 
   const tile::Kernel& k_;
   const synth::Plan& plan_;
+  const schedule::Lowering& lowering_;  // every decision about the loops (schedule/lowering.h)
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
@@ -781,7 +747,7 @@ void Emitter::EmitOp(OpId id) {
         } else if constexpr (std::is_same_v<T, tile::op::Map>) {
           EmitMap(node, result());
         } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
-          EmitLoop(op, node);
+          EmitLoop(id, op, node);
         } else if constexpr (std::is_same_v<T, tile::op::Reduce>) {
           EmitReduce(node, result());
         } else if constexpr (std::is_same_v<T, tile::op::Iota>) {
@@ -1649,54 +1615,6 @@ std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
   return std::nullopt;
 }
 
-std::optional<std::pair<OpId, std::size_t>> Emitter::FindStaged(const tile::op::Loop& loop) {
-  if (!stage_products_) return std::nullopt;
-  std::vector<std::size_t> deferred_carried;
-  if (!schedule::DeferredProducts(k_, plan_, loop, &deferred_carried).empty()) return std::nullopt;
-  std::map<std::uint32_t, int> uses;
-  for (const tile::Op& op : k_.ops)
-    for (ValueId v : tile::Operands(op)) ++uses[v.index];
-  auto position = [&](OpId id) { return std::find(loop.body.begin(), loop.body.end(), id) - loop.body.begin(); };
-  auto is_wgmma = [&](OpId id) {
-    return std::holds_alternative<tile::op::Mma>(k_.Get(id).node) &&
-           StartsWith(plan_.ops.at(id.index).instruction, "wgmma");
-  };
-  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
-    ValueId c = loop.carried[i], y = loop.yields.at(i);
-    const tile::Value& yv = Val(y);
-    if (!yv.def.valid() || position(yv.def) == static_cast<std::ptrdiff_t>(loop.body.size())) continue;
-    if (!is_wgmma(yv.def) || uses[y.index] != 1 || uses[c.index] == 0) continue;
-    const auto& m = std::get<tile::op::Mma>(k_.Get(yv.def).node);
-    if (m.acc == c || Val(m.a).space != tile::Space::Reg || WgmmaReadsShared(m.a)) continue;
-    if (const tile::Value& a = Val(m.a); !a.def.valid() || std::holds_alternative<tile::op::ToRegs>(k_.Get(a.def).node))
-      continue;  // A computed in registers in the body (attention's probabilities)
-    // B stays where it is until the next iteration's wait: a ring tile of this loop (its slot is
-    // released one iteration late) or a tile from before the loop.
-    std::optional<ValueId> b = WgmmaReadsShared(m.b);
-    if (!b) continue;
-    ValueId tile = *b;
-    if (const tile::Value& v = Val(tile); v.def.valid())
-      if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(v.def).node)) tile = t->src;
-    if (const tile::Value& v = Val(tile);
-        v.def.valid() && position(v.def) < static_cast<std::ptrdiff_t>(loop.body.size()))
-      if (!std::holds_alternative<tile::op::ToShared>(k_.Get(v.def).node) ||
-          !StartsWith(plan_.ops.at(v.def.index).instruction, "tma"))
-        continue;
-    // Issued behind the body's first waited product, which comes before the body reads `acc`.
-    std::ptrdiff_t first_product = -1, first_read = -1;
-    for (std::size_t at = 0; at < loop.body.size(); ++at) {
-      OpId id = loop.body[at];
-      if (first_product < 0 && id != yv.def && is_wgmma(id)) first_product = static_cast<std::ptrdiff_t>(at);
-      const auto operands = tile::Operands(k_.Get(id));
-      if (first_read < 0 && std::find(operands.begin(), operands.end(), c) != operands.end())
-        first_read = static_cast<std::ptrdiff_t>(at);
-    }
-    if (first_product < 0 || first_read < first_product) continue;
-    return std::pair{yv.def, i};
-  }
-  return std::nullopt;
-}
-
 void Emitter::StageFlush() {
   Staged& s = *staged_;
   const tile::Op& op = k_.Get(s.mma);
@@ -2080,7 +1998,7 @@ bool Emitter::ExtentMultiple(const core::Dim& d, std::int64_t multiple) const {
 
 std::optional<TensorMapSpec> Emitter::TmaStoreSpec(OpId id, const tile::op::Store& s) {
   // Persistent kernels' producers run into the next block's copies over the same bytes.
-  if (plan_.target != synth::Target::Sm90a || !tma_store_ || persistent_) return std::nullopt;
+  if (plan_.target != synth::Target::Sm90a || !lowering_.tma_store) return std::nullopt;
   const tile::Value& src = Val(s.src);
   if (src.space != tile::Space::Reg || src.shape.size() != 2) return std::nullopt;
   int e = ElementBytes(src.dtype);
@@ -2153,115 +2071,21 @@ void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
   });
 }
 
-std::vector<OpId> Emitter::CopySlice(const tile::op::Loop& loop, int& stages) {
-  std::set<std::uint32_t> in_body;
-  for (OpId id : loop.body) in_body.insert(id.index);
-  std::set<std::uint32_t> slice;
-  stages = 0;
-  OpId out_first = loop.body.empty() ? OpId{} : loop.body[0];
-  std::function<bool(ValueId)> need = [&](ValueId v) {
-    for (ValueId c : loop.carried)
-      if (c == v) return false;
-    const tile::Value& value = Val(v);
-    if (!value.def.valid() || !in_body.count(value.def.index)) return true;  // the counter, or outside the loop
-    const tile::Op& def = k_.Get(value.def);
-    bool pure =
-        std::holds_alternative<tile::op::View>(def.node) || std::holds_alternative<tile::op::ScalarOp>(def.node) ||
-        std::holds_alternative<tile::op::Constant>(def.node) || std::holds_alternative<tile::op::Size>(def.node);
-    if (!pure) return false;
-    if (!slice.insert(value.def.index).second) return true;
-    for (ValueId operand : tile::Operands(def))
-      if (!need(operand)) return false;
-    return true;
-  };
-  for (OpId id : loop.body) {
-    const tile::Op& op = k_.Get(id);
-    const auto* copy = std::get_if<tile::op::ToShared>(&op.node);
-    if (!copy) continue;
-    int s = plan_.values.at(op.results.at(0).index).stages;
-    const std::string& instruction = plan_.ops.at(id.index).instruction;
-    bool tma = StartsWith(instruction, "tma");
-    if (s < 2 || (stages && s != stages) || (!tma && !StartsWith(instruction, "cp.async"))) return {};
-    if (stages && tma != StartsWith(plan_.ops.at(out_first.index).instruction, "tma")) return {};  // one kind
-    if (!stages) out_first = id;
-    stages = s;
-    slice.insert(id.index);
-    if (!need(copy->src)) return {};
-  }
-  std::vector<OpId> out;
-  for (OpId id : loop.body)
-    if (slice.count(id.index)) out.push_back(id);
-  return out;
-}
-
-std::optional<OpId> Emitter::RingMma(const tile::op::Loop& loop, const std::set<std::uint32_t>& copy_ops) {
-  if (loop.carried.size() != 1 || Val(loop.carried[0]).space != tile::Space::Reg) return std::nullopt;
-  std::optional<OpId> mma;
-  std::map<std::uint32_t, const tile::Op*> defs;  // the body's ops by result
-  for (OpId id : loop.body) {
-    const tile::Op& op = k_.Get(id);
-    for (ValueId r : op.results) defs[r.index] = &op;
-    if (copy_ops.count(id.index)) continue;
-    bool pure = std::holds_alternative<tile::op::View>(op.node) ||
-                std::holds_alternative<tile::op::ScalarOp>(op.node) ||
-                std::holds_alternative<tile::op::Constant>(op.node) ||
-                std::holds_alternative<tile::op::Size>(op.node) || std::holds_alternative<tile::op::Transpose>(op.node);
-    if (pure) continue;
-    if (std::holds_alternative<tile::op::ToRegs>(op.node)) {
-      if (!plan_.values.at(op.results.at(0).index).streamed ||
-          !StartsWith(plan_.ops.at(id.index).instruction, "ldmatrix"))
-        return std::nullopt;
-      continue;
-    }
-    if (!std::holds_alternative<tile::op::Mma>(op.node) || mma) return std::nullopt;
-    mma = id;
-  }
-  if (!mma) return std::nullopt;
-  const tile::Op& op = k_.Get(*mma);
-  const auto& m = std::get<tile::op::Mma>(op.node);
-  if (!StartsWith(plan_.ops.at(mma->index).instruction, "mma.m16n8k16")) return std::nullopt;
-  if (m.acc != loop.carried[0] || loop.yields.at(0) != op.results.at(0)) return std::nullopt;
-  // Each operand: a streamed `regs` of a tile of the ring, or of a transposed view of one.
-  for (ValueId v : {m.a, m.b}) {
-    auto def = defs.find(v.index);
-    if (def == defs.end() || !std::holds_alternative<tile::op::ToRegs>(def->second->node)) return std::nullopt;
-    ValueId src = std::get<tile::op::ToRegs>(def->second->node).src;
-    auto sdef = defs.find(src.index);
-    if (sdef != defs.end())
-      if (const auto* t = std::get_if<tile::op::Transpose>(&sdef->second->node)) sdef = defs.find(t->src.index);
-    if (sdef == defs.end() || !std::holds_alternative<tile::op::ToShared>(sdef->second->node)) return std::nullopt;
-    bool in_ring = false;
-    for (std::uint32_t c : copy_ops)
-      in_ring |= k_.Get(OpId{c}).results.size() == 1 && k_.Get(OpId{c}).results[0] == sdef->second->results.at(0);
-    if (!in_ring) return std::nullopt;
-  }
-  // Every other use of the `regs` results or the product would see a slice at a time.
-  for (OpId id : loop.body)
-    if (id.index != mma->index)
-      for (ValueId operand : tile::Operands(k_.Get(id)))
-        if (operand == m.a || operand == m.b || operand == op.results.at(0)) return std::nullopt;
-  return mma;
-}
-
-void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
+void Emitter::EmitLoop(OpId loop_id, const tile::Op& op, const tile::op::Loop& loop) {
   llvm::Value* bound = Scalar(loop.bound);
-  // A pipelined loop whose copies depend only on the counter issues them `stages - 1` iterations
-  // ahead (cp.async groups: a prologue, then one group per iteration, waiting for the oldest).
-  int stages = 0;
-  std::vector<OpId> copies = loop.pipelined ? CopySlice(loop, stages) : std::vector<OpId>{};
-  if (copies.empty()) stages = 0;
+  // A pipelined loop's ring (schedule::Ring): its copies, issued `stages - 1` iterations ahead
+  // (cp.async groups: a prologue, then one group per iteration, waiting for the oldest). TMA copies
+  // complete on one mbarrier per slot (0 .. stages - 1), which thread 0 arms with the iteration's
+  // bytes; iteration `it` waits on slot it % stages for phase (it / stages) & 1.
+  static const schedule::Ring kNoRing;
+  const schedule::Ring* found = lowering_.RingOf(loop_id);
+  const schedule::Ring& ring_of = found ? *found : kNoRing;
+  const std::vector<OpId>& copies = ring_of.copies;
+  int stages = ring_of.stages;
+  bool tma = ring_of.tma;
+  std::int64_t tma_bytes = ring_of.tma_bytes;
   std::set<std::uint32_t> copy_ops;
   for (OpId id : copies) copy_ops.insert(id.index);
-  // TMA copies complete on one mbarrier per slot (0 .. stages - 1), which thread 0 arms with the
-  // iteration's bytes; iteration `it` waits on slot it % stages for phase (it / stages) & 1.
-  bool tma = false;
-  for (OpId id : copies)
-    tma |= std::holds_alternative<tile::op::ToShared>(k_.Get(id).node) &&
-           StartsWith(plan_.ops.at(id.index).instruction, "tma");
-  std::int64_t tma_bytes = 0;
-  for (OpId id : copies)
-    if (tma && std::holds_alternative<tile::op::ToShared>(k_.Get(id).node))
-      tma_bytes += TmaBytes(id, k_.Get(id).results.at(0));
   // The consumers of a warp-specialized loop: the producer (EmitProducer) issues every copy.
   bool consumer = specialized_ && &k_.Get(specialized_->loop) == &op;
   if (consumer) ring_used_ = b_.CreateSelect(b_.CreateICmpSGT(bound, I64(0)), bound, I64(0));
@@ -2298,7 +2122,7 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
     for (int s = 0; s + 1 < stages; ++s) issue(I64(s));
   // A gemm's ring (MmaRing): the mma's operands are loaded a slice ahead, slice 0 of iteration 0
   // before the loop, once it has landed.
-  std::optional<OpId> ring_mma = stages && !tma ? RingMma(loop, copy_ops) : std::nullopt;
+  std::optional<OpId> ring_mma = ring_of.mma;
   MmaRing ring;
   std::set<std::uint32_t> ring_tiles;  // the ring's shared tiles
   for (OpId id : copies)
@@ -2422,26 +2246,10 @@ void Emitter::EmitLoop(const tile::Op& op, const tile::op::Loop& loop) {
   // TMA rings: wait for this iteration's slot, run the body, then (every thread done with the slot
   // of iteration it - 1, whose wgmma a deferred wait has completed) refill that slot with
   // iteration it + stages - 1.
-  std::vector<std::size_t> deferred_carried;
-  if (tma)
-    for (std::uint32_t id : schedule::DeferredProducts(k_, plan_, loop, &deferred_carried)) deferred_wgmma_.insert(id);
-  // The ring's barrier protocol, for the deadlock check (schedule/protocol.h): over enough
-  // iterations that every slot is reused at both parities.
-  if (stages && consumer) {
-    schedule::WarpSpecializedDetail detail;
-    detail.arrivals = 4;  // one per consumer warp
-    detail.release_previous = !deferred_carried.empty() || staged_;
-    detail.turns = 0;
-    for (OpId id : loop.body)
-      detail.turns += StartsWith(plan_.ops.at(id.index).instruction, "wgmma") && !deferred_wgmma_.count(id.index) &&
-                      !(staged_ && staged_->mma == id);
-    protocols_.push_back(schedule::WarpSpecializedProtocol(
-        stages, 2 * stages + 1, static_cast<int>(plan_.threads / 128), specialized_->ping_pong, tma_bytes, detail));
-  } else if (stages && tma) {
-    protocols_.push_back(schedule::TmaRingProtocol(stages, 2 * stages + 1, tma_bytes));
-  } else if (stages) {
-    protocols_.push_back(schedule::CpAsyncRingProtocol(stages, 2 * stages + 1));
-  }
+  const std::vector<std::size_t>& deferred_carried = ring_of.deferred_carried;
+  deferred_wgmma_.insert(ring_of.deferred.begin(), ring_of.deferred.end());
+  // The ring's barrier protocol, for the deadlock check (schedule/protocol.h).
+  if (ring_of.protocol) protocols_.push_back(*ring_of.protocol);
   turns_ = consumer && specialized_->ping_pong;
   // The ring's iteration: the counter, or in a persistent kernel's consumers the counter after the
   // ring iterations of the blocks before (EachTile).
@@ -2725,78 +2533,6 @@ void Emitter::EmitBody() {
 
 // --- warp specialization ------------------------------------------------------------------------
 
-std::optional<Emitter::Specialized> Emitter::FindSpecialization() {
-  // What codegen can lower (schedule::WarpSpecializable: the block's warpgroups, one pipeline,
-  // products in it; then copies that a producer can issue alone), and where it can, what the
-  // solver's schedule says: a producer warpgroup only where it shortens the initiation interval.
-  std::optional<OpId> found;
-  for (OpId id : k_.body)
-    if (const auto* loop = std::get_if<tile::op::Loop>(&k_.Get(id).node); loop && loop->pipelined) found = id;
-  if (!found) return std::nullopt;
-  const tile::Op& op = k_.Get(*found);
-  const auto& loop = std::get<tile::op::Loop>(op.node);
-  if (!schedule::WarpSpecializable(k_, plan_, loop, min_blocks_)) return std::nullopt;
-  Specialized s;
-  s.loop = *found;
-  std::vector<OpId> copies = CopySlice(loop, s.stages);
-  if (copies.empty()) return std::nullopt;
-  for (OpId id : copies)
-    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node) &&
-        !StartsWith(plan_.ops.at(id.index).instruction, "tma"))
-      return std::nullopt;
-  // What the producer computes before its loop: the top-level scalar and view ops that the copies
-  // and the bound read (block indices, sizes, the causal bound), and nothing else.
-  std::set<std::uint32_t> in_body, prelude;
-  for (OpId id : loop.body) in_body.insert(id.index);
-  std::function<bool(ValueId)> need = [&](ValueId v) {
-    const tile::Value& value = Val(v);
-    if (!value.def.valid() || in_body.count(value.def.index)) return true;  // a parameter, the counter, the body
-    const tile::Op& def = k_.Get(value.def);
-    bool pure =
-        std::holds_alternative<tile::op::View>(def.node) || std::holds_alternative<tile::op::ScalarOp>(def.node) ||
-        std::holds_alternative<tile::op::Constant>(def.node) || std::holds_alternative<tile::op::Size>(def.node) ||
-        std::holds_alternative<tile::op::BlockIdx>(def.node);
-    if (!pure) return false;
-    if (!prelude.insert(value.def.index).second) return true;
-    for (ValueId operand : tile::Operands(def))
-      if (!need(operand)) return false;
-    return true;
-  };
-  if (!need(loop.bound)) return std::nullopt;
-  for (OpId id : copies)
-    for (ValueId operand : tile::Operands(k_.Get(id)))
-      if (!need(operand)) return std::nullopt;
-  for (OpId id : k_.body) {
-    if (id == *found) break;
-    if (prelude.count(id.index)) s.prelude.push_back(id);
-  }
-  if (s.prelude.size() != prelude.size()) return std::nullopt;  // defined after the loop or nested
-  if (!SolverWantsProducer(*found)) return std::nullopt;
-  // Registers: the producer keeps 24 (FlashAttention-3's split); the consumer warpgroups share the
-  // rest of the file (64K registers: 512 a thread over the warpgroups), up to 256 a thread.
-  int consumers = static_cast<int>(plan_.threads / 128);
-  s.producer_registers = 24;
-  s.consumer_registers = schedule::ConsumerRegisters(plan_.threads, min_blocks_);
-  s.ping_pong = consumers == 2 && ping_pong_;
-  s.persistent = persistent_;
-  s.staged = FindStaged(loop);
-  // The zeroed block must fit beside the tiles and mbarriers.
-  if (s.staged && MbarrierOffset() + (2 * s.stages + 1) * 8 + 16 + 1024 > 227 * 1024) s.staged.reset();
-  return s;
-}
-
-bool Emitter::SolverWantsProducer(OpId loop) const {
-  schedule::Options options;
-  options.blocks_per_sm = std::max(1, min_blocks_);
-  // Z3's resource limit ends each question, deterministically: the same kernel always gets the
-  // same schedule. The time limit only bounds a runaway (then the ring, and the answer says so).
-  options.time_limit_ms = 60'000;
-  schedule::Schedule schedule = schedule::Build(k_, plan_, options);
-  for (const schedule::LoopSchedule& l : schedule.loops)
-    if (l.graph.loop == loop) return l.producer;
-  return false;
-}
-
 void Emitter::EmitSpecialized() {
   const Specialized& s = *specialized_;
   span_ = k_.Get(s.loop).span;
@@ -2849,11 +2585,10 @@ void Emitter::EmitProducerLoop(const Specialized& s) {
   const tile::Op& op = k_.Get(s.loop);
   const auto& loop = std::get<tile::op::Loop>(op.node);
   for (OpId id : s.prelude) EmitOp(id);
-  int stages = 0;
-  std::vector<OpId> copies = CopySlice(loop, stages);
-  std::int64_t bytes = 0;
-  for (OpId id : copies)
-    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node)) bytes += TmaBytes(id, k_.Get(id).results.at(0));
+  const schedule::Ring& ring = *lowering_.RingOf(s.loop);
+  const std::vector<OpId>& copies = ring.copies;
+  int stages = ring.stages;
+  std::int64_t bytes = ring.tma_bytes;
   span_ = op.span;
   llvm::Value* bound = Scalar(loop.bound);
   ring_used_ = b_.CreateSelect(b_.CreateICmpSGT(bound, I64(0)), bound, I64(0));
@@ -3044,7 +2779,7 @@ DeviceKernel Emitter::Emit() {
     for (std::size_t i = g.extents.size(); i-- > 1;) g.strides[i - 1] = b_.CreateMul(g.strides[i], g.extents[i]);
     slots_[p.value.index].global = g;
   }
-  if (warp_specialize_) specialized_ = FindSpecialization();
+  if (lowering_.roles) specialized_ = &*lowering_.roles;
   if (specialized_) {
     mbarriers_ = std::max(mbarriers_, 2 * specialized_->stages + 1);  // full, empty, and one in place
     if (specialized_->staged) {
@@ -3073,7 +2808,7 @@ DeviceKernel Emitter::Emit() {
   };
   md("kernel", 1);
   md("maxntidx", out.threads);
-  if (min_blocks_ > 0) md("minctasm", min_blocks_);
+  if (lowering_.min_blocks > 0) md("minctasm", lowering_.min_blocks);
   if (!map_specs_.empty()) {
     // The map parameters are grid constants (1-based argument indices): used where they are.
     std::vector<llvm::Metadata*> indices;
@@ -3143,6 +2878,7 @@ bool EmitPtx(llvm::Module& module, synth::Target target, std::string& ptx_text) 
 }
 
 Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
+                                                         const schedule::Schedule& schedule,
                                                          const SourceManager& sources, const Options& options) {
   llvm::TargetMachine* tm = NvptxMachine(plan.target);
   if (!tm)
@@ -3154,14 +2890,8 @@ Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& ker
   module->setDataLayout(tm->createDataLayout());
   DeviceKernel out;
   try {
-    Emitter emitter(kernel, plan, ctx, *module);
+    Emitter emitter(kernel, plan, schedule.lowering, ctx, *module);
     if (options.line_info) emitter.EnableLineInfo(sources);
-    if (!options.warp_specialize) emitter.DisableWarpSpecialization();
-    if (options.ping_pong) emitter.EnablePingPong();
-    if (!options.stage_products) emitter.DisableStaging();
-    if (options.persistent) emitter.EnablePersistence();
-    if (!options.tma_store) emitter.DisableTmaStores();
-    emitter.SetMinBlocks(std::max(options.min_blocks, plan.blocks_per_sm > 1 ? plan.blocks_per_sm : 0));
     out = emitter.Emit();
   } catch (const Unsupported& u) {
     return std::vector<Diagnostic>{MakeDiagnostic(DiagnosticKind::CodegenUnsupported, u.span, u.message)};

@@ -31,6 +31,7 @@
 #include "diagnostics/diagnostic.h"
 #include "layout/swizzle.h"
 #include "schedule/protocol.h"
+#include "schedule/schedule.h"
 #include "synth/plan.h"
 #include "tile/ir.h"
 
@@ -67,41 +68,17 @@ struct DeviceKernel {
   std::vector<schedule::Protocol> protocols;
 };
 
+// The choices about loops (warp roles, staging, persistence, TMA stores, blocks a multiprocessor)
+// are the schedule's (schedule/lowering.h): codegen lowers schedule.lowering and decides none.
 struct Options {
   bool line_info = true;  // .loc/.file directives that point at the .weft source
-  // sm_90a: a producer warpgroup issues a pipeline's TMA copies (docs/codegen.md); the block is then
-  // `threads` of the kernel plus 128. Off: the whole block runs the ring, as on sm_80.
-  bool warp_specialize = true;
-  // ... and its two consumer warpgroups take turns at the tensor cores (ping-pong, FlashAttention-3's
-  // named-barrier hand-over): with staged products, attention measured 1-16% faster with it on an
-  // H100 at 10 of 12 points, within 1% at the others (docs/codegen.md).
-  bool ping_pong = true;
-  // A pipeline's last product, whose result only goes around the loop (attention's P V), is issued
-  // in the next iteration behind its first product, so the vector work between them overlaps it
-  // (FlashAttention-3's intra-warpgroup overlap; docs/codegen.md, "Staged products").
-  bool stage_products = true;
-  // A warp-specialized kernel is persistent: each block loops over the grid's blocks (linearized,
-  // from its own index with the launched grid's stride), so the producer runs into the next
-  // block's copies while the consumers finish this one's. Any launched grid covers the kernel's
-  // grid; DeviceKernel::persistent tells the launcher to launch as many blocks as the GPU holds at
-  // once. Off by default: with this static assignment of blocks, attention measured 1-7% slower
-  // non-causal and up to 37% slower causal on an H100 than the hardware's block scheduler
-  // (docs/codegen.md, "Persistent kernels").
-  bool persistent = false;
-  // sm_90a: a top-level `store` of a register tile whose threads store under 8 bytes at a time
-  // (bf16 and f16 accumulators), after the kernel's last use of shared memory, goes through shared
-  // memory and TMA, whole 128-byte lines (device.cpp's TmaStoreSpec says which qualify); the `out`
-  // tensor gets a tensor map (DeviceKernel::tensor_maps). Off: each thread stores its own elements
-  // (docs/codegen.md, "Epilogues through shared memory").
-  bool tma_store = true;
-  // Blocks a multiprocessor must hold at once (PTX .minnctapersm: ptxas keeps the registers a thread
-  // uses within the file's share); 0: no bound.
-  int min_blocks = 0;
 };
 
 // The kernel's PTX for its plan's target. Errors are diagnostics at the op codegen cannot emit
 // (E0750-E0799; E07xx below 50 are the simulator's), never a crash; a plan the simulator runs must generate.
+// `schedule` is schedule::Build's for this kernel and plan (its `lowering`).
 Result<DeviceKernel, std::vector<Diagnostic>> EmitKernel(const tile::Kernel& kernel, const synth::Plan& plan,
+                                                         const schedule::Schedule& schedule,
                                                          const SourceManager& sources, const Options& options = {});
 
 }  // namespace weft::codegen

@@ -266,7 +266,7 @@ bool GenerateKernels(codegen::HostModule& program, synth::Target target, const S
       continue;
     }
     // codegen checks the barrier protocol of every pipeline it emits (a deadlock refuses the kernel).
-    auto device = codegen::EmitKernel(kernel, *plan, sources);
+    auto device = codegen::EmitKernel(kernel, *plan, schedule::Build(kernel, *plan, schedule::BuildOptions()), sources);
     if (!device) {
       for (const Diagnostic& d : device.error()) diagnostics.Add(d);
       ok = false;
@@ -605,7 +605,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
   int status = ForEachKernel(options, err,
                              [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources,
                                  Diagnostics& diagnostics, int) {
-                               auto device = codegen::EmitKernel(kernel, plan, sources);
+                               auto device = codegen::EmitKernel(
+                                   kernel, plan, schedule::Build(kernel, plan, schedule::BuildOptions()), sources);
                                if (!device) {
                                  for (const Diagnostic& d : device.error()) diagnostics.Add(d);
                                  return;

@@ -12,12 +12,36 @@
 #include "driver/frontend.h"
 #include "driver/kernel_call.h"
 #include "graph/graph.h"
+#include "schedule/schedule.h"
 #include "syntax/parser.h"
 #include "synth/explain.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
 
 namespace weft::driver {
+
+std::string ExplainKernel(const tile::Kernel& kernel, const synth::Plan& plan, const ExplainOptions& options) {
+  synth::ExplainOptions synth_options;
+  synth_options.timings = options.timings;
+  synth_options.sources = options.sources;
+  std::string out = synth::Explain(kernel, plan, synth_options);
+  // Each question of the solver ends at Z3's resource limit, not at a loaded machine's clock: the
+  // same answers as a build's, with or without timings.
+  schedule::Options schedule_options = schedule::BuildOptions();
+  schedule_options.solve_every_loop = true;
+  schedule_options.machine = options.machine == "h200" ? &schedule::H200() : &schedule::H100();
+  schedule_options.cost.sizes = options.sizes;
+  schedule_options.cost.scalars = options.scalars;
+  const SourceManager* sources = options.sources;
+  auto where = [sources](Span span) -> std::string {
+    if (!sources || !span.valid()) return "";
+    LineCol lc = sources->Get(span.file).Locate(span.begin);
+    return std::to_string(lc.line) + ":" + std::to_string(lc.column);
+  };
+  schedule::Schedule s = schedule::Build(kernel, plan, schedule_options, where);
+  if (!s.loops.empty()) out += "schedule:\n" + schedule::Print(s, options.timings);
+  return out;
+}
 
 int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action,
                   const MainAction& main_action) {
@@ -74,7 +98,7 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
   int status = ForEachKernel(
       options, err,
       [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources, Diagnostics&, int index) {
-        synth::ExplainOptions explain;
+        ExplainOptions explain;
         explain.timings = options.timings;
         explain.sources = &sources;
         explain.machine = options.machine;
@@ -95,7 +119,7 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
           }
         }
         if (index > 1) out << "\n";
-        out << synth::Explain(kernel, plan, explain);
+        out << ExplainKernel(kernel, plan, explain);
         explained = true;
       },
       [&](const core::Module& module, const core::VarStore& vars, const core::Def& main, const SourceManager& sources,

@@ -3,8 +3,10 @@
 // target, and prints the plan (synth/explain.h). See docs/synthesis.md.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 
 #include "core/ir.h"
@@ -14,6 +16,21 @@
 #include "tile/ir.h"
 
 namespace weft::driver {
+
+struct ExplainOptions {
+  bool timings = true;                     // synthesis's and the solver's time (off for golden tests)
+  const SourceManager* sources = nullptr;  // for line:col and each op's source text
+  // The cost model's inputs (schedule/cost.h): sizes and scalar parameters by name (a bool is 1 or
+  // 0), and the GPU ("h100" or "h200").
+  std::map<std::string, std::int64_t> sizes;
+  std::map<std::string, double> scalars;
+  std::string machine = "h100";
+};
+
+// One kernel's explanation: its plan (synth::Explain), then, for a kernel with a `pipeline`, the
+// schedule `weft build` lowers (schedule::Build with schedule::BuildOptions(), every loop solved so
+// that each one's schedule shows; schedule::Print).
+std::string ExplainKernel(const tile::Kernel& kernel, const synth::Plan& plan, const ExplainOptions& options);
 
 // The plan of each kernel to `out`, diagnostics to `err`. Returns 0 when every kernel synthesized,
 // 1 on an error in the input (a check, lowering or synthesis error), 2 on bad usage (no such

@@ -23,7 +23,7 @@
 #include "interp/interpreter.h"
 #include "syntax/lexer.h"
 #include "syntax/parser.h"
-#include "synth/explain.h"
+#include "driver/explain_command.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
 
@@ -634,7 +634,7 @@ struct Repl::State {
       if (end > i) words.emplace_back(rest.substr(i, end - i));
       i = end + 1;
     }
-    synth::ExplainOptions options;
+    ExplainOptions options;
     options.sources = &sources;
     std::string name, target_text = "sm_80";
     for (const std::string& w : words) {
@@ -666,7 +666,7 @@ struct Repl::State {
       for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
       return;
     }
-    out << synth::Explain(*kernel, *plan, options);
+    out << ExplainKernel(*kernel, *plan, options);
   }
 
   // Loads a file (again, for :reload); prints `VERB PATH (N definitions)`.

@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 
+#include "schedule/lowering.h"
 #include "schedule/schedule.h"
 
 namespace weft::schedule {
@@ -308,78 +309,6 @@ VectorCycles Vector(const tile::Kernel& kernel, const synth::Plan& plan, const M
   return out;
 }
 
-// Codegen's rule for a staged product (codegen/device.cpp, FindStaged and FindSpecialization),
-// from the IR: in a warp-specialized loop with no deferred accumulator, a wgmma whose result is
-// yielded as carried value `c` and read by nothing else, accumulating into something computed from
-// `c` (not `c` itself: attention's `acc * expand alpha`), with A computed in registers in the body
-// and B a shared tile (a TMA tile of the loop or one from before it), behind another wgmma that
-// comes before the body first reads `c`. It is issued in the next iteration right after that
-// iteration's first product and waited for just before the body reads `c`; codegen needs 1 KB of
-// shared memory beside the tiles for it.
-std::optional<OpId> StagedProduct(const tile::Kernel& kernel, const synth::Plan& plan, const tile::op::Loop& loop,
-                                  int stages) {
-  std::map<std::uint32_t, int> uses;
-  for (const tile::Op& op : kernel.ops)
-    for (ValueId v : tile::Operands(op)) ++uses[v.index];
-  auto position = [&](OpId id) {
-    return static_cast<std::size_t>(std::find(loop.body.begin(), loop.body.end(), id) - loop.body.begin());
-  };
-  auto is_wgmma = [&](OpId id) {
-    return std::holds_alternative<tile::op::Mma>(kernel.Get(id).node) &&
-           StartsWith(plan.ops[id.index].instruction, "wgmma");
-  };
-  // The shared tile wgmma reads for `v` (codegen's WgmmaReadsShared): a shared value, or a `regs`
-  // of one that the plan does not load.
-  auto reads_shared = [&](ValueId v) -> std::optional<ValueId> {
-    const tile::Value& value = kernel.Get(v);
-    if (value.space == tile::Space::Shared) return v;
-    if (!value.def.valid()) return std::nullopt;
-    const auto* r = std::get_if<tile::op::ToRegs>(&kernel.Get(value.def).node);
-    if (!r) return std::nullopt;
-    if (StartsWith(plan.ops[value.def.index].instruction, "none") || !plan.values[v.index].regs) return r->src;
-    return std::nullopt;
-  };
-  // No deferred accumulator (codegen stages none beside one).
-  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
-    ValueId c = loop.carried[i], y = loop.yields.at(i);
-    const tile::Value& yv = kernel.Get(y);
-    if (!yv.def.valid() || position(yv.def) == loop.body.size()) continue;
-    const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
-    if (m && m->acc == c && uses[c.index] == 1 && uses[y.index] == 1 && is_wgmma(yv.def)) return std::nullopt;
-  }
-  if ((plan.shared_bytes + 15) / 16 * 16 + (2 * stages + 1) * 8 + 16 + 1024 > 227 * 1024) return std::nullopt;
-  for (std::size_t i = 0; i < loop.carried.size(); ++i) {
-    ValueId c = loop.carried[i], y = loop.yields.at(i);
-    const tile::Value& yv = kernel.Get(y);
-    if (!yv.def.valid() || position(yv.def) == loop.body.size()) continue;
-    if (!is_wgmma(yv.def) || uses[y.index] != 1 || uses[c.index] == 0) continue;
-    const auto& m = std::get<tile::op::Mma>(kernel.Get(yv.def).node);
-    const tile::Value& a = kernel.Get(m.a);
-    if (m.acc == c || a.space != tile::Space::Reg || reads_shared(m.a)) continue;
-    if (!a.def.valid() || std::holds_alternative<tile::op::ToRegs>(kernel.Get(a.def).node)) continue;
-    std::optional<ValueId> b = reads_shared(m.b);
-    if (!b) continue;
-    ValueId tile = *b;
-    if (const tile::Value& v = kernel.Get(tile); v.def.valid())
-      if (const auto* t = std::get_if<tile::op::Transpose>(&kernel.Get(v.def).node)) tile = t->src;
-    if (const tile::Value& v = kernel.Get(tile); v.def.valid() && position(v.def) < loop.body.size())
-      if (!std::holds_alternative<tile::op::ToShared>(kernel.Get(v.def).node) ||
-          !StartsWith(plan.ops[v.def.index].instruction, "tma"))
-        continue;
-    std::ptrdiff_t first_product = -1, first_read = -1;
-    for (std::size_t at = 0; at < loop.body.size(); ++at) {
-      OpId id = loop.body[at];
-      if (first_product < 0 && id != yv.def && is_wgmma(id)) first_product = static_cast<std::ptrdiff_t>(at);
-      const auto operands = tile::Operands(kernel.Get(id));
-      if (first_read < 0 && std::find(operands.begin(), operands.end(), c) != operands.end())
-        first_read = static_cast<std::ptrdiff_t>(at);
-    }
-    if (first_product < 0 || first_read < first_product) continue;
-    return yv.def;
-  }
-  return std::nullopt;
-}
-
 // Whether node `n`'s result is read in the same iteration (a product waited for).
 bool ReadNow(const Graph& g, int n) {
   for (const Edge& e : g.edges)
@@ -535,8 +464,12 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   bool tma = false;
   for (const Node& n : g.nodes)
     if (n.kind == NodeKind::kLoad && StartsWith(plan.ops[n.ops.front().index].instruction, "tma")) tma = true;
-  std::optional<OpId> staged = specialized ? StagedProduct(kernel, plan, l, g.plan_stages) : std::nullopt;
-  bool turns = specialized && consumers == 2;  // codegen::Options::ping_pong, on by default
+  // The lowering's staged product (lowering.h), where the zeroed block it reads fits.
+  std::optional<OpId> staged;
+  if (auto product = specialized ? StagedProduct(kernel, plan, l) : std::nullopt;
+      product && StagedBlockFits(plan, g.plan_stages))
+    staged = product->first;
+  bool turns = specialized && consumers == 2;  // schedule::LoweringOptions::ping_pong, on by default
   if (specialized) {
     p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups " +
                 (turns ? "in ping-pong" : "in lock-step");

@@ -7,8 +7,8 @@
 //      given is 4096 (16 for one that only indexes leading axes, such as attention's `bh`), a scalar
 //      0 or false. The grid's blocks are evaluated at those values, and the loop's trip count for
 //      each block (its bound may read block indices: causal attention's `minimum (i + 1) (t / 128)`).
-//   2. What the loop lowers to: the solver's roles, as codegen lowers them (its FindStaged rule is
-//      repeated here): a schedule with a producer is warp-specialized: a producer warpgroup, and
+//   2. What the loop lowers to: the solver's roles, as codegen lowers them (the lowering's
+//      StagedProduct rule, lowering.h): a schedule with a producer is warp-specialized: a producer warpgroup, and
 //      consumer warpgroups that take turns at the tensor cores when there are two (ping-pong, codegen's
 //      default) and run in lock-step otherwise. A product whose result only goes around the loop,
 //      accumulating into something computed from the carried value (attention's `mma P V (acc *
@@ -74,7 +74,7 @@ inline constexpr int kMinConsumerRegisters = 128;
 std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth::Plan& plan,
                                          const tile::op::Loop& loop, std::vector<std::size_t>* carried = nullptr);
 
-// Whether codegen can lower `loop` warp-specialized (codegen/device.cpp, FindSpecialization), as far
+// Whether codegen can lower `loop` warp-specialized (lowering.h, WarpRolesCandidate), as far
 // as the IR and the plan decide it: on sm_90a, a block of two or more warpgroups, or of one where
 // `blocks_per_sm` >= 2 (one warpgroup alone gains nothing from a producer of its own and loses
 // occupancy, measured), `loop` the kernel's one top-level `pipeline`, no loop in its body, a wgmma

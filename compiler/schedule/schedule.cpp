@@ -443,13 +443,10 @@ void Protocols(LoopSchedule& loop, const synth::Plan& plan) {
   }
 }
 
-}  // namespace
-
-Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options,
-               const std::function<std::string(Span)>& where) {
+// Step 2 to 5 of schedule.h for every `pipeline` of the kernel: out.loops and out.prediction.
+void Solve(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options,
+           const std::function<std::string(Span)>& where, Schedule& out) {
   const Machine& machine = options.machine ? *options.machine : H100();
-  Schedule out;
-  out.kernel = kernel.name;
   auto started = Clock::now();
   auto left_ms = [&]() -> std::int64_t {
     auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
@@ -462,7 +459,8 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
   };
   // A block's share of the multiprocessor: with two blocks, half its shared memory (less the 1 KiB
   // the hardware keeps a block) and half its registers.
-  int blocks_per_sm = std::max(1, options.blocks_per_sm > 0 ? options.blocks_per_sm : plan.blocks_per_sm);
+  int blocks_per_sm =
+      options.blocks_per_sm > 0 ? options.blocks_per_sm : std::max(1, MinBlocks(plan, options.lowering));
   std::int64_t shared_budget = plan.target == synth::Target::Sm80 ? 163 * 1024 : machine.shared_per_block;
   if (blocks_per_sm > 1) shared_budget = std::min(shared_budget, machine.shared_per_sm / blocks_per_sm - 1024);
   for (Graph& g : BuildGraphs(kernel, plan, machine, where)) {
@@ -579,7 +577,37 @@ Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Option
     out.loops.push_back(std::move(chosen));
   }
   if (!out.loops.empty()) out.prediction = Predict(kernel, plan, out.loops.front(), machine, options.cost);
+}
+
+}  // namespace
+
+Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options,
+               const std::function<std::string(Span)>& where) {
+  Schedule out;
+  out.kernel = kernel.name;
+  out.lowering.min_blocks = MinBlocks(plan, options.lowering);
+  out.lowering.tma_store = options.lowering.tma_store && !options.lowering.persistent;
+  if (plan.values.size() != kernel.values.size() || plan.ops.size() != kernel.ops.size())
+    return out;  // not this kernel's plan: codegen says so
+  // The warp roles, where all but the solver's answer allow them: the solver then decides.
+  std::optional<WarpRoles> roles = WarpRolesCandidate(kernel, plan, options.lowering);
+  if (options.solve_every_loop || roles) Solve(kernel, plan, options, where, out);
+  if (roles) {
+    bool producer = false;
+    for (const LoopSchedule& l : out.loops)
+      if (l.graph.loop == roles->loop) producer = l.producer;
+    if (!producer) roles.reset();
+  }
+  out.lowering.roles = roles;
+  out.lowering.rings = Rings(kernel, plan, out.lowering.roles);
   return out;
+}
+
+Options BuildOptions() {
+  Options options;
+  options.time_limit_ms = 60'000;
+  options.solve_every_loop = false;
+  return options;
 }
 
 }  // namespace weft::schedule

@@ -19,9 +19,9 @@
 //      as codegen's does.
 //   3. At the least II, minimize lexicographically: the ring's depth, then the schedule's depth.
 //   4. Across configurations, the least II wins; on a tie the ring (a producer only where it
-//      shortens II), then the fewer stages. Codegen lowers the winner's roles (codegen/device.cpp,
-//      FindSpecialization) with the plan's ring depth, at least the schedule's (a deeper ring only
-//      loosens the slot-release edges).
+//      shortens II), then the fewer stages. The lowering (lowering.h, Schedule::lowering) takes the
+//      winner's roles, with the plan's ring depth, at least the schedule's (a deeper ring only
+//      loosens the slot-release edges); codegen lowers that.
 //   5. Without an answer within the time limit: the ring's schedule, with a note saying so.
 #pragma once
 
@@ -33,6 +33,7 @@
 
 #include "schedule/cost.h"
 #include "schedule/graph.h"
+#include "schedule/lowering.h"
 #include "schedule/machine.h"
 #include "schedule/protocol.h"
 #include "synth/plan.h"
@@ -55,7 +56,17 @@ struct Options {
   // --size/--scalar`; cost.h, step 1): by name; a size not named is `default_size` (16 for one that
   // only indexes leading axes), a scalar 0 or false.
   CostInputs cost;
+  // The choices of the lowering (lowering.h) that callers vary.
+  LoweringOptions lowering;
+  // Every `pipeline` solved (`weft explain` prints each one's schedule); off (`weft build`), the
+  // solver runs only where a decision rests on its answer: whether a producer warpgroup pays.
+  bool solve_every_loop = true;
 };
+
+// What `weft build` schedules with: each of Z3's questions ends at its resource limit, so the same
+// kernel always gets the same schedule; the time limit only bounds a runaway (then the ring, and
+// the answer says so). `weft explain` asks with these too, but solves every loop.
+Options BuildOptions();
 
 // Where one instance of a node runs: role, stage and offset within the II window.
 struct Slot {
@@ -99,8 +110,9 @@ struct LoopSchedule {
 
 struct Schedule {
   std::string kernel;
-  std::vector<LoopSchedule> loops;
+  std::vector<LoopSchedule> loops;       // the solver's, one a `pipeline` (see Options::solve_every_loop)
   std::optional<Prediction> prediction;  // the kernel's predicted time (cost.h), with its first loop
+  Lowering lowering;                     // what codegen lowers (lowering.h): the roles the solver chose
 };
 
 Schedule Build(const tile::Kernel& kernel, const synth::Plan& plan, const Options& options = {},

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "schedule/schedule.h"
 
 namespace weft::synth {
 
@@ -152,7 +151,7 @@ class Printer {
   }
   std::string Instruction(OpId id) const {
     const OpChoice& oc = plan_.ops[id.index];
-    std::string s = oc.instruction;
+    std::string s = Spelling(oc.typed_instruction);
     if (oc.instructions_per_thread > 0) s += ", " + std::to_string(oc.instructions_per_thread) + " per thread";
     if (oc.bytes > 0) s += ", " + std::to_string(oc.bytes) + " bytes";
     return s;
@@ -258,17 +257,6 @@ std::string Printer::Print() {
         Accesses(out, u);
       }
     }
-  }
-  if (options_.schedule) {
-    // Without timings (golden tests), answers bounded by Z3's resource limit alone, not by a loaded
-    // machine's clock: the wall-clock limit stays as a safety net.
-    schedule::Options schedule_options;
-    if (!options_.timings) schedule_options.time_limit_ms = 60000;
-    schedule_options.machine = options_.machine == "h200" ? &schedule::H200() : &schedule::H100();
-    schedule_options.cost.sizes = options_.sizes;
-    schedule_options.cost.scalars = options_.scalars;
-    schedule::Schedule s = schedule::Build(kernel_, plan_, schedule_options, [this](Span span) { return Where(span); });
-    if (!s.loops.empty()) out << "schedule:\n" << schedule::Print(s, options_.timings);
   }
   return out.str();
 }

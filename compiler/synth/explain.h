@@ -5,12 +5,11 @@
 // tile's with its swizzle; a Reg tile's thread-value layout), where it lives (shared offset and
 // stages, or registers per thread), the instruction that makes it or moves it, the bank conflicts
 // of each shared-memory access (wavefronts against the ideal) and the bytes moved. Per kernel: the
-// block size, shared memory, estimated registers, and how the choice was made. Then, for a kernel
-// with a `pipeline`, its schedule (schedule::Print).
+// block size, shared memory, estimated registers, and how the choice was made. `weft explain` then
+// prints the kernel's schedule (driver/explain_command.h, ExplainKernel: schedule::Print).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 
 #include "base/source.h"
@@ -20,18 +19,8 @@
 namespace weft::synth {
 
 struct ExplainOptions {
-  // The solver's time (off for golden tests; then the schedule's solver is bounded by Z3's resource
-  // limit, so the output does not depend on the machine's speed, with 60 s as a safety net).
-  bool timings = true;
+  bool timings = true;                     // synthesis's time (off for golden tests)
   const SourceManager* sources = nullptr;  // for line:col and each op's source text
-  // Each `pipeline`'s schedule after the tiles (compiler/schedule: roles, stages, II, the barrier
-  // protocol's check, the predicted time; docs/scheduling.md).
-  bool schedule = true;
-  // The cost model's inputs (schedule/cost.h): sizes and scalar parameters by name (a bool is 1 or
-  // 0), and the GPU ("h100" or "h200").
-  std::map<std::string, std::int64_t> sizes;
-  std::map<std::string, double> scalars;
-  std::string machine = "h100";
 };
 
 std::string Explain(const tile::Kernel& kernel, const Plan& plan, const ExplainOptions& options = {});

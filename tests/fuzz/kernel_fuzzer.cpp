@@ -198,7 +198,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Refused(sources, def.name, "synthesis for " + arch, plan.error());
         continue;
       }
-      auto device = codegen::EmitKernel(*kernel, *plan, sources);
+      auto device =
+          codegen::EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule::BuildOptions()), sources);
       if (!device) {
         Refused(sources, def.name, "codegen for " + arch, device.error());
         continue;

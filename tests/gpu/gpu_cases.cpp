@@ -32,13 +32,13 @@
 // `random` on the GPU machine. --expect-error=TEXT (the rest of the line): the sizes or scalars must
 // be refused (a broken `where` clause, say) with TEXT in the message; no folder is written.
 // --no-warp-specialization: the kernel generated without a producer warpgroup (codegen::Options),
-// to compare; --no-ping-pong: with codegen::Options::ping_pong off; --no-staging: with
-// codegen::Options::stage_products off; --persistent: with codegen::Options::persistent on (each
+// to compare; --no-ping-pong: with schedule::LoweringOptions::ping_pong off; --no-staging: with
+// schedule::LoweringOptions::stage_products off; --persistent: with schedule::LoweringOptions::persistent on (each
 // block loops over the grid's blocks; gpu_check launches weft_persistent_grid's grid), and
 // --persistent=N launched on N blocks (a few: each block takes several of the grid's);
-// --no-tma-store: with codegen::Options::tma_store off (each thread stores its own elements);
+// --no-tma-store: with schedule::LoweringOptions::tma_store off (each thread stores its own elements);
 // --stages=N: synth::Options::stages (the rings' depth, N copies of each tile); --blocks-per-sm=N:
-// codegen::Options::min_blocks (registers budgeted for N blocks a multiprocessor). A case is named
+// schedule::LoweringOptions::min_blocks (registers budgeted for N blocks a multiprocessor). A case is named
 // KERNEL-TARGET[-plain][-noturns][-unstaged][-persistent[N]][-threadstores][-stagesN][-blocksN]-SIZES
 // [-SCALAR_VALUE...].
 //
@@ -103,14 +103,14 @@ struct Line {
   std::vector<std::string> targets, assignments;
   std::string flops;
   bool reference = true;
-  bool warp_specialize = true;          // --no-warp-specialization: codegen::Options::warp_specialize off
-  bool ping_pong = true;                // --no-ping-pong: codegen::Options::ping_pong off
-  bool stage = true;                    // --no-staging: codegen::Options::stage_products off
-  bool persistent = false;              // --persistent[=N]: codegen::Options::persistent on
+  bool warp_specialize = true;          // --no-warp-specialization: schedule::LoweringOptions::warp_specialize off
+  bool ping_pong = true;                // --no-ping-pong: schedule::LoweringOptions::ping_pong off
+  bool stage = true;                    // --no-staging: schedule::LoweringOptions::stage_products off
+  bool persistent = false;              // --persistent[=N]: schedule::LoweringOptions::persistent on
   std::uint32_t persistent_blocks = 0;  // ... launched on N blocks
-  bool tma_store = true;                // --no-tma-store: codegen::Options::tma_store off
+  bool tma_store = true;                // --no-tma-store: schedule::LoweringOptions::tma_store off
   int stages = 0;                       // --stages=N: synth::Options::stages
-  int min_blocks = 0;                   // --blocks-per-sm=N: codegen::Options::min_blocks
+  int min_blocks = 0;                   // --blocks-per-sm=N: schedule::LoweringOptions::min_blocks
   std::string expect_error;             // --expect-error=TEXT: the sizes must be refused with TEXT in the message
 };
 
@@ -370,14 +370,16 @@ class Generator {
     if (line.stages) synth_options.stages = line.stages;
     auto plan = synth::Synthesize(*kernel, *target, synth_options);
     if (!plan) return not_generated(RenderAll(checked.sources, plan.error()), false);
-    codegen::Options codegen_options;
-    codegen_options.warp_specialize = line.warp_specialize;
-    codegen_options.ping_pong = line.ping_pong;
-    codegen_options.stage_products = line.stage;
-    codegen_options.persistent = line.persistent;
-    codegen_options.tma_store = line.tma_store;
-    codegen_options.min_blocks = line.min_blocks;
-    auto device = codegen::EmitKernel(*kernel, *plan, checked.sources, codegen_options);
+    schedule::Options schedule_options = schedule::BuildOptions();
+    schedule::LoweringOptions& lowering = schedule_options.lowering;
+    lowering.warp_specialize = line.warp_specialize;
+    lowering.ping_pong = line.ping_pong;
+    lowering.stage_products = line.stage;
+    lowering.persistent = line.persistent;
+    lowering.tma_store = line.tma_store;
+    lowering.min_blocks = line.min_blocks;
+    auto device =
+        codegen::EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule_options), checked.sources);
     if (!device) return not_generated(RenderAll(checked.sources, device.error()), false);
 
     // The launch: tensors, sizes, scalars, tensor maps (device.h).

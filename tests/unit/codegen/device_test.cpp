@@ -113,7 +113,7 @@ TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op and 
   REQUIRE(plan.ok());
   for (synth::OpChoice& op : plan->ops)
     if (op.instruction.rfind("cp.async", 0) == 0 || op.instruction.rfind("ld", 0) == 0) op.instruction = "frobnicate";
-  auto device = EmitKernel(*kernel, *plan, sources);
+  auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule::BuildOptions()), sources);
   REQUIRE_FALSE(device.ok());
   REQUIRE(device.error().size() == 1);
   CHECK(device.error()[0].kind == DiagnosticKind::CodegenUnsupported);
@@ -126,7 +126,7 @@ TEST_CASE("codegen: a plan of another kernel is refused") {
   empty.name = "empty";
   synth::Plan plan;
   plan.values.resize(3);
-  auto device = EmitKernel(empty, plan, sources);
+  auto device = EmitKernel(empty, plan, schedule::Build(empty, plan, schedule::BuildOptions()), sources);
   REQUIRE_FALSE(device.ok());
   CHECK(device.error()[0].kind == DiagnosticKind::CodegenUnsupported);
 }

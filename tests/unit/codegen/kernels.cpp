@@ -30,7 +30,8 @@ const std::vector<std::string>& KernelFiles() {
   return files;
 }
 
-std::vector<Emitted> EmitFile(const std::string& file, synth::Target target, const Options& codegen_options) {
+std::vector<Emitted> EmitFile(const std::string& file, synth::Target target,
+                              const schedule::LoweringOptions& lowering) {
   std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/" + file);
   std::stringstream text;
   text << in.rdbuf();
@@ -59,7 +60,9 @@ std::vector<Emitted> EmitFile(const std::string& file, synth::Target target, con
     if (plan) {
       e.synthesized = true;
       for (std::size_t i = 0; i < plan->ops.size(); ++i) e.tma_copies += plan->ops[i].instruction.rfind("tma", 0) == 0;
-      auto device = EmitKernel(*kernel, *plan, sources, codegen_options);
+      schedule::Options schedule_options = schedule::BuildOptions();
+      schedule_options.lowering = lowering;
+      auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule_options), sources);
       if (device) {
         e.device = std::move(*device);
       } else {

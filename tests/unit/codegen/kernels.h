@@ -26,7 +26,9 @@ struct Emitted {
 };
 
 // Every kernel of `file` (relative to the source tree) on `target`.
-std::vector<Emitted> EmitFile(const std::string& file, synth::Target target, const Options& options = {});
+// `lowering`: the schedule's choices (schedule::BuildOptions() with them).
+std::vector<Emitted> EmitFile(const std::string& file, synth::Target target,
+                              const schedule::LoweringOptions& lowering = {});
 
 // `ptxas` from CMake's WEFT_PTXAS, else PATH, else /usr/local/cuda/bin; empty when absent.
 std::string FindPtxas();

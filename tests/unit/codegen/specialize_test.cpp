@@ -52,7 +52,7 @@ TEST_CASE("codegen: stdlib attention_d128 on sm_90a has a producer warpgroup") {
 }
 
 TEST_CASE("codegen: ping-pong hands the tensor cores over with named barriers and no deadlock") {
-  Options off;
+  schedule::LoweringOptions off;
   off.ping_pong = false;
   auto all = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
   const Emitted& plain = Find(all, "attention_d128");
@@ -104,7 +104,7 @@ TEST_CASE("codegen: attention's P V is staged behind the next iteration's Q K^T"
   CHECK(Count(a.device->ptx, "wgmma.wait_group.sync.aligned 1;") == 3);
   CHECK(Count(a.device->ptx, "wgmma.commit_group") == 8);
   CHECK(Has(a.device->ptx, "[weft_smem+112]"));
-  Options off;
+  schedule::LoweringOptions off;
   off.stage_products = false;
   auto plain = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
   const Emitted& b = Find(plain, "attention_d128");
@@ -121,7 +121,7 @@ TEST_CASE("codegen: a persistent attention kernel loops over the grid's blocks")
   const Emitted& plain = Find(blocks, "attention_d128");
   CHECK_FALSE(plain.device->persistent);  // off by default
   CHECK_FALSE(Has(plain.device->ptx, "%nctaid.x"));
-  Options on;
+  schedule::LoweringOptions on;
   on.persistent = true;
   auto tiles = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, on);
   const Emitted& e = Find(tiles, "attention_d128");
@@ -173,9 +173,9 @@ TEST_CASE("codegen: two blocks a multiprocessor") {
   // attention64 takes keys in blocks of 64).
   auto sim = EmitFile("tests/lit/sim/attention_d64.weft", synth::Target::Sm90a);
   CHECK(Find(sim, "attention64").device->threads == 128);
-  // Options::min_blocks asks for two blocks of any kernel: attention_d128's two consumer
+  // schedule::LoweringOptions::min_blocks asks for two blocks of any kernel: attention_d128's two consumer
   // warpgroups then get no producer either.
-  Options two;
+  schedule::LoweringOptions two;
   two.min_blocks = 2;
   auto both = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, two);
   CHECK(Has(Find(both, "attention_d128").device->ptx, ".minnctapersm 2"));
@@ -208,7 +208,7 @@ TEST_CASE("codegen: which kernels are warp-specialized") {
   CHECK(g.device->threads == 256);
   REQUIRE(g.device->protocols.size() == 1);
   CHECK(g.device->protocols[0].name == "the sm_90a TMA ring");
-  Options off;
+  schedule::LoweringOptions off;
   off.warp_specialize = false;
   auto plain = EmitFile("stdlib/attention.weft", synth::Target::Sm90a, off);
   const Emitted& a = Find(plain, "attention_d128");

@@ -1,6 +1,6 @@
 // TMA-store epilogues (docs/codegen.md, "Epilogues through shared memory"): which stores go through
 // shared memory and TMA, the tensor map each gets (DeviceKernel::tensor_maps, which the host
-// encodes), and Options::tma_store off.
+// encodes), and schedule::LoweringOptions::tma_store off.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -63,8 +63,8 @@ TEST_CASE("codegen: warp-specialized attention stores through TMA among its cons
   CHECK_FALSE(Has(d.ptx, "st.global"));
 }
 
-TEST_CASE("codegen: with Options::tma_store off, and on sm_80, each thread stores its own elements") {
-  Options off;
+TEST_CASE("codegen: with schedule::LoweringOptions::tma_store off, and on sm_80, each thread stores its own elements") {
+  schedule::LoweringOptions off;
   off.tma_store = false;
   auto gemm = EmitFile("stdlib/gemm.weft", synth::Target::Sm90a, off);
   const DeviceKernel& d = *Find(gemm, "gemm_bf16_bf16").device;

@@ -12,61 +12,16 @@
 #include <memory>
 #include <sstream>
 
-#include "check/check.h"
 #include "schedule/schedule.h"
+#include "compiled.h"
 #include "solver/optimize.h"
-#include "syntax/parser.h"
-#include "synth/synthesize.h"
-#include "tile/lower.h"
 
 namespace weft::schedule {
 namespace {
 
-// Every kernel of a source file, lowered and synthesized for a target.
-struct Compiled {
-  SourceManager sources;
-  std::vector<tile::Kernel> kernels;
-  std::vector<synth::Plan> plans;
-};
-
-std::unique_ptr<Compiled> Compile(const std::string& file, synth::Target target) {
-  auto out = std::make_unique<Compiled>();
-  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  Diagnostics diagnostics;
-  FileId id = out->sources.Add(file, text.str());
-  syntax::Ast ast = syntax::Parse(out->sources, id, diagnostics);
-  check::CheckOptions options;
-  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
-  check::CheckResult result = check::Check(out->sources, ast, diagnostics, options);
-  REQUIRE_FALSE(diagnostics.has_errors());
-  for (const core::Def& def : result.module.defs()) {
-    if (!tile::IsKernel(def) || def.span.file != id) continue;
-    auto kernel = tile::Lower(result.module, result.vars, def);
-    if (!kernel) continue;
-    auto plan = synth::Synthesize(*kernel, target);
-    if (!plan) continue;
-    out->kernels.push_back(*kernel);
-    out->plans.push_back(*plan);
-  }
-  return out;
-}
-
-// Compiled once per test run (synthesizing stdlib/gemm.weft for sm_80 takes seconds).
-const Compiled* Cached(const std::string& file, synth::Target target) {
-  static std::map<std::pair<std::string, synth::Target>, std::unique_ptr<Compiled>> cache;
-  auto& slot = cache[{file, target}];
-  if (!slot) slot = Compile(file, target);
-  return slot.get();
-}
-
-std::size_t Find(const Compiled& c, const std::string& name) {
-  for (std::size_t i = 0; i < c.kernels.size(); ++i)
-    if (c.kernels[i].name == name) return i;
-  FAIL("no kernel " << name);
-  return 0;
-}
+using testing::Cached;
+using testing::Compiled;
+using testing::Find;
 
 const Node* NodeNamed(const Graph& g, const std::string& prefix) {
   for (const Node& n : g.nodes)
