@@ -24,13 +24,10 @@ using tile::OpId;
 using tile::ValueId;
 using RowCol = TvLayout::RowCol;
 using runtime::HostTensor;
+using synth::InstructionKind;
 
 constexpr std::uint32_t kRegPoison = 0xDEADBEEF;
 constexpr int kScratchRegisters = 160;  // fragments, wgmma accumulators (<= 128), vectors, partials
-
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
 
 int RegBits(Dtype d) {
   return std::max(8, Bits(d));
@@ -573,7 +570,30 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
   RowCol ext = Extent(dst);
   (void)SmemLayout(dst);
 
-  if (StartsWith(choice.instruction, "tma")) {
+  switch (choice.typed_instruction.kind) {
+    case InstructionKind::kTma2d:
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+      break;
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kMmaSync:
+    case InstructionKind::kWgmma:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      throw Fault("the plan's `" + Spelling(choice.typed_instruction) + "` does not copy into shared memory");
+  }
+  if (choice.typed_instruction.kind == InstructionKind::kTma2d) {
     if (!choice.tma) throw Fault("the plan chose TMA for `" + Name(dst) + "` but gives no box");
     if (rank != 2 || src->param_shape.size() < 2) throw Fault("the simulator's TMA loads are 2-D");
     layout::TmaBox map = *choice.tma;
@@ -602,23 +622,14 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
   if (vb <= 0 || vb % e != 0)
     throw Fault("the plan's copy into `" + Name(dst) + "` has vectors of " + std::to_string(vb) + " bytes");
   const TvLayout& copy = *choice.copy;
-  bool async = StartsWith(choice.instruction, "cp.async");
-  for (int t = 0; t < Flat(copy).threads; ++t) {
+  for (int t = 0; t < Flat(copy).threads; ++t) {  // cp.async
     for (int v = 0; v < Flat(copy).values; ++v) {
       RowCol first = Flat(copy).At(t, v);
       std::uint32_t saddr = base + static_cast<std::uint32_t>(SmemOffset(dst, first) * e);
-      std::uint64_t gaddr = src->Address(first);
-      if (async) {
-        machine_->CpAsync(t, saddr, gaddr, vb);
-      } else {
-        machine_->LdGlobal(t, scratch_reg_, gaddr, vb);
-        machine_->StShared(t, saddr, scratch_reg_, vb);
-      }
+      machine_->CpAsync(t, saddr, src->Address(first), vb);
     }
-    if (async) {
-      machine_->CpAsyncCommit(t);
-      machine_->CpAsyncWait(t, 0);
-    }
+    machine_->CpAsyncCommit(t);
+    machine_->CpAsyncWait(t, 0);
   }
   (void)rank;
   machine_->BarSync();
@@ -627,7 +638,7 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
 void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
   ValueId dst = op.results.at(0);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
-  if (StartsWith(choice.instruction, "none") || !plan_.values.at(dst.index).regs) {
+  if (choice.typed_instruction.kind == InstructionKind::kNone || !plan_.values.at(dst.index).regs) {
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
@@ -695,13 +706,34 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
         written[thread][i] = 1;
       }
   };
-  if (StartsWith(choice.instruction, "ldmatrix")) {
+  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
+  switch (choice.typed_instruction.kind) {
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+      break;
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+    case InstructionKind::kTma2d:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kMmaSync:
+    case InstructionKind::kWgmma:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      throw Fault("the plan's " + what + " does not load into registers");
+  }
+  if (choice.typed_instruction.kind == InstructionKind::kLdmatrix) {
     if (e != 2) throw Fault("ldmatrix moves 16-bit elements, `" + Name(dst) + "` has " + std::to_string(8 * e));
-    int count = choice.instruction.find(".x4") != std::string::npos   ? 4
-                : choice.instruction.find(".x2") != std::string::npos ? 2
-                                                                      : 1;
-    bool trans = choice.instruction.find(".trans") != std::string::npos;
-    std::string what = "`" + choice.instruction + "`";
+    int count = choice.typed_instruction.count;
+    bool trans = choice.typed_instruction.trans;
     for (int v = 0; v < Flat(copy).values; ++v) {  // in slice order: instructions of slice v / per_slice
       slice = v / per_slice;
       for (int w = 0; w < Flat(copy).threads / 32; ++w) {
@@ -730,7 +762,6 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
     int vb = choice.vector_bytes;
     if (vb <= 0 || vb % e != 0)
       throw Fault("the plan's load of `" + Name(dst) + "` has vectors of " + std::to_string(vb) + " bytes");
-    std::string what = "`" + choice.instruction + "`";
     for (int v = 0; v < Flat(copy).values; ++v)
       for (int t = 0; t < Flat(copy).threads; ++t) {
         slice = v / per_slice;
@@ -749,8 +780,8 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
   for (int t = 0; t < Flat(tv).threads; ++t)
     for (int v = 0; v < Flat(tv).values; ++v)
       if (!written[t][v])
-        throw Fault("`" + choice.instruction + "` never delivers element " + Describe(Flat(tv).At(t, v)) + " of `" +
-                    Name(dst) + "` to thread " + std::to_string(t) + ", which the plan's layout gives it");
+        throw Fault(what + " never delivers element " + Describe(Flat(tv).At(t, v)) + " of `" + Name(dst) +
+                    "` to thread " + std::to_string(t) + ", which the plan's layout gives it");
 }
 
 void Executor::CopyRegs(ValueId dst, ValueId src, std::string_view what) {
@@ -1037,12 +1068,30 @@ void Executor::ExecMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   std::int64_t k = Extent(m.a).col;
   LoadStreamed(m.a, true, k);  // streamed operands: their slices, loaded here
   LoadStreamed(m.b, false, k);
-  if (StartsWith(choice.instruction, "wgmma"))
-    ExecWgmma(choice, m, result);
-  else if (StartsWith(choice.instruction, "mma"))
-    ExecMmaSync(choice, m, result);
-  else
-    throw Fault("the plan's `" + choice.instruction + "` is not an mma instruction");
+  switch (choice.typed_instruction.kind) {
+    case InstructionKind::kWgmma:
+      return ExecWgmma(choice, m, result);
+    case InstructionKind::kMmaSync:
+      return ExecMmaSync(choice, m, result);
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+    case InstructionKind::kTma2d:
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      throw Fault("the plan's `" + Spelling(choice.typed_instruction) + "` is not an mma instruction");
+  }
 }
 
 // The top-left element of each warp's (or warpgroup's) part of the accumulator, read off its layout.
@@ -1062,7 +1111,8 @@ std::vector<RowCol> TileOrigins(const FlatTv& acc, std::int64_t cols, int group_
 }
 
 void Executor::ExecMmaSync(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result) {
-  const layout::Atom& atom = AtomNamed(choice.instruction);
+  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
+  const layout::Atom& atom = AtomNamed(Spelling(choice.typed_instruction));
   if (atom.m != 16 || atom.n != 8 || atom.k != 16) throw Fault("the simulator runs mma.sync m16n8k16 only");
   MmaType type = Val(m.a).dtype == Dtype::BF16 ? MmaType::BF16 : MmaType::F16;
   RowCol a_ext = Extent(m.a), c_ext = Extent(result);
@@ -1083,7 +1133,6 @@ void Executor::ExecMmaSync(const synth::OpChoice& choice, const tile::op::Mma& m
     r = (r & ~(0xFFFFu << (16 * half))) | (static_cast<std::uint32_t>(bits & 0xFFFF) << (16 * half));
     machine_->SetReg(thread, reg, r);
   };
-  std::string what = "`" + choice.instruction + "`";
   for (int w = 0; w < warps; ++w) {
     RowCol o = origins[w];
     for (std::int64_t am = 0; am < wm / 16; ++am)
@@ -1153,10 +1202,10 @@ SmemOperand Executor::Descriptor(ValueId shared, bool is_b, std::int64_t mn0, st
 }
 
 void Executor::ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result) {
-  const layout::Atom& atom = AtomNamed(choice.instruction);
+  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
+  const layout::Atom& atom = AtomNamed(Spelling(choice.typed_instruction));
   int n = atom.n;
-  MmaType type =
-      StartsWith(choice.instruction.substr(choice.instruction.rfind('.') + 1), "bf16") ? MmaType::BF16 : MmaType::F16;
+  MmaType type = choice.typed_instruction.type == Dtype::BF16 ? MmaType::BF16 : MmaType::F16;
   RowCol c_ext = Extent(result);
   std::int64_t M = c_ext.row, N = c_ext.col, K = Extent(m.a).col;
   int groups = choice.warps_m * choice.warps_n;
@@ -1164,7 +1213,7 @@ void Executor::ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, 
   std::int64_t gm = M / choice.warps_m, gn = N / choice.warps_n;
   if (gm % 64 || gn % n || K % 16)
     throw Fault("the warpgroup tile " + std::to_string(gm) + "x" + std::to_string(gn) + "x" + std::to_string(K) +
-                " is not a whole number of " + choice.instruction + " atoms");
+                " is not a whole number of " + Spelling(choice.typed_instruction) + " atoms");
   auto shared_of = [&](ValueId v) -> std::optional<ValueId> {
     if (Val(v).space == tile::Space::Shared) return v;
     return slots_.at(v.index).shared_alias;
@@ -1175,7 +1224,6 @@ void Executor::ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, 
   const TvLayout& ta = atom.Operand("A")->tv;
   const TvLayout& tc = atom.Operand("C")->tv;
   int rd = scratch_reg_, ra = rd + n / 2;
-  std::string what = "`" + choice.instruction + "`";
   for (int g = 0; g < groups; ++g) {
     RowCol o = origins[g];
     for (std::int64_t am = 0; am < gm / 64; ++am)

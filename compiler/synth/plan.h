@@ -71,6 +71,7 @@
 #include "layout/bank_conflicts.h"
 #include "layout/swizzle.h"
 #include "layout/tv_layout.h"
+#include "synth/instruction.h"
 
 namespace weft::synth {
 
@@ -104,10 +105,12 @@ struct Access {
 };
 
 struct OpChoice {
-  // The instruction: an atom's name (layout::FindAtom) such as `cp.async.cg.16`, `ldmatrix.x4`,
-  // `ldmatrix.x4.trans`, `mma.m16n8k16.bf16`, `wgmma.m64n128k16.bf16`, `tma.2d`, `st.global.v4`,
-  // or a description for ops without an atom (`shfl.bfly x2`, `elementwise`, `none: wgmma reads it
-  // from shared memory`).
+  // The instruction (instruction.h, one of instructions.def's kinds with its parameters).
+  Instruction typed_instruction;
+  // Its spelling (Spelling(typed_instruction)), set once synthesis is done, for the readers that do
+  // not read typed_instruction yet (codegen, schedule): an atom's name (layout::FindAtom) such as
+  // `cp.async.cg.16`, `ldmatrix.x4.trans`, `mma.m16n8k16.bf16`, `wgmma.m64n128k16.bf16`, `tma.2d`,
+  // or a description for ops without an atom (`shfl.bfly x2`, `elementwise`, `none: a view`).
   std::string instruction;
   // Copies: which thread moves which elements. (thread, v) -> the (row, col) of the first element
   // of the thread's v-th vector; a vector is vector_bytes of consecutive elements along the tile's

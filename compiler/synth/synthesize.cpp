@@ -596,7 +596,7 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
           if constexpr (std::is_same_v<T, tile::op::ToRegs>) {
             ValueId r = op.results[0];
             if (wgmma_smem_operand_[r.index]) {
-              oc.instruction = "none: wgmma reads it from shared memory";
+              oc.typed_instruction = Instruction::None("wgmma reads it from shared memory");
               at.values[r.index].mma_operand = o.src.index;
               return;
             }
@@ -614,7 +614,7 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
               for (int count : {4, 2, 1}) {
                 for (bool trans : {false, true}) {
                   if (auto p = FitLdmatrix(reg, count, trans)) {
-                    oc.instruction = "ldmatrix.x" + std::to_string(count) + (trans ? ".trans" : "");
+                    oc.typed_instruction = Instruction::Ldmatrix(count, trans);
                     oc.copy = p->copy;
                     oc.vector_bytes = 16;
                     oc.instructions_per_thread = p->instructions;
@@ -625,9 +625,7 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
               }
             }
             VectorPlan p = FitVector(reg, eb);
-            const char* names[] = {"ld.shared.b8", "ld.shared.b16", "ld.shared.b32", "ld.shared.v2.b32",
-                                   "ld.shared.v4.b32"};
-            oc.instruction = names[Log2(p.bytes)];
+            oc.typed_instruction = Instruction::Vector(InstructionKind::kLdShared, p.bytes);
             oc.copy = p.copy;
             oc.vector_bytes = p.bytes;
             oc.instructions_per_thread = p.copy.values();
@@ -637,9 +635,7 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
             if (!at.regs[o.src.index]) return;
             int eb = ElementBytes(src.dtype);
             VectorPlan p = FitVector(*at.regs[o.src.index], eb);
-            const char* names[] = {"st.global.b8", "st.global.b16", "st.global.b32", "st.global.v2.b32",
-                                   "st.global.v4.b32"};
-            oc.instruction = names[Log2(p.bytes)];
+            oc.typed_instruction = Instruction::Vector(InstructionKind::kStGlobal, p.bytes);
             oc.copy = p.copy;
             oc.vector_bytes = p.bytes;
             oc.instructions_per_thread = p.copy.values();
@@ -650,12 +646,11 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
               const MmaInfo& info = mmas_[i];
               auto [gm, gn] = info.tilings[combo[i]];
               oc.warps_m = gm, oc.warps_n = gn;
-              std::string type(weft::Spelling(info.dtype));
               if (target_ == Target::Sm80) {
-                oc.instruction = "mma.m16n8k16." + type;
+                oc.typed_instruction = Instruction::MmaSync(info.dtype);
                 oc.instructions_per_thread = (info.m / gm / 16) * (info.n / gn / 8) * (info.k / 16);
               } else {
-                oc.instruction = "wgmma.m64n" + std::to_string(oc.mma_n) + "k16." + type;
+                oc.typed_instruction = Instruction::Wgmma(oc.mma_n, info.dtype);
                 oc.a_from_shared = info.a_from_shared;
                 // B through a transposed view of an N x K tile is K-major.
                 const auto* load =
@@ -683,7 +678,7 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
             int warps_sharing = (holders + lanes - 1) / std::max(1, lanes);
             oc.shuffles = Log2(std::max(1, lanes));
             oc.shared_trip = warps_sharing > 1;
-            oc.instruction = "shfl.bfly x" + std::to_string(oc.shuffles);
+            oc.typed_instruction = Instruction::ShflBfly(oc.shuffles);
             oc.instructions_per_thread = (src.values() - res.values()) + res.values() * oc.shuffles;
             if (oc.shared_trip) {
               oc.instructions_per_thread += 2 * res.values() + 1;
@@ -693,32 +688,32 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
           } else if constexpr (std::is_same_v<T, tile::op::Map> || std::is_same_v<T, tile::op::Cast> ||
                                std::is_same_v<T, tile::op::Fill> || std::is_same_v<T, tile::op::Iota>) {
             if (!at.regs[op.results[0].index]) return;
-            oc.instruction = std::is_same_v<T, tile::op::Cast>   ? "cvt"
-                             : std::is_same_v<T, tile::op::Fill> ? "mov"
-                             : std::is_same_v<T, tile::op::Iota> ? "mov (iota)"
-                                                                 : "elementwise";
+            oc.typed_instruction = Instruction::Of(std::is_same_v<T, tile::op::Cast>   ? InstructionKind::kCvt
+                                                   : std::is_same_v<T, tile::op::Fill> ? InstructionKind::kMov
+                                                   : std::is_same_v<T, tile::op::Iota> ? InstructionKind::kIota
+                                                                                       : InstructionKind::kElementwise);
             oc.instructions_per_thread = at.regs[op.results[0].index]->values();
           } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
-            oc.instruction = "none: the same registers";
+            oc.typed_instruction = Instruction::None("the same registers");
           } else if constexpr (std::is_same_v<T, tile::op::Convert>) {
             const auto& a = at.regs[o.src.index];
             const auto& b = at.regs[op.results[0].index];
             if (a && b && SameElements(*a, *b)) {
-              oc.instruction = "none: the layouts agree";
+              oc.typed_instruction = Instruction::None("the layouts agree");
             } else if (b) {
-              oc.instruction = "st.shared + bar.sync + ld.shared";
+              oc.typed_instruction = Instruction::Of(InstructionKind::kThroughShared);
               oc.instructions_per_thread = 2 * b->values() + 1;
             }
           } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
-            oc.instruction = o.pipelined ? "pipeline" : "loop";
+            oc.typed_instruction = Instruction::Of(o.pipelined ? InstructionKind::kPipeline : InstructionKind::kLoop);
           } else if constexpr (std::is_same_v<T, tile::op::View>) {
-            oc.instruction = "none: a view";
+            oc.typed_instruction = Instruction::None("a view");
           } else if constexpr (std::is_same_v<T, tile::op::Transpose>) {
-            oc.instruction = "none: a view of " + Name(o.src) + " with the axes swapped";
+            oc.typed_instruction = Instruction::None("a view of " + Name(o.src) + " with the axes swapped");
           } else if constexpr (std::is_same_v<T, tile::op::ToShared>) {
             // chosen with the shared layout below
           } else {
-            oc.instruction = "scalar";
+            oc.typed_instruction = Instruction::Of(InstructionKind::kScalar);
           }
         },
         op.node);
@@ -863,17 +858,15 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
     for (OpId r : readers) {
       const OpChoice& rc = at.ops[r.index];
       if (!rc.copy) continue;
-      int active = 32;
-      if (rc.instruction.rfind("ldmatrix.x", 0) == 0) active = 8 * (rc.instruction[10] - '0');
+      bool ldmatrix = rc.typed_instruction.kind == InstructionKind::kLdmatrix;  // else ld.shared
+      int active = ldmatrix ? 8 * rc.typed_instruction.count : 32;
       auto rd = CountCopyConflicts(*rc.copy, c.layout, eb, rc.vector_bytes, active);
       if (!rd.ok()) {
         ok = false;
         break;
       }
       sc.wavefronts += rd->wavefronts;
-      std::string what = rc.instruction.substr(0, rc.instruction.find('.', 3)) + " reads of " + Name(s);
-      if (rc.instruction.rfind("ldmatrix", 0) == 0) what = "ldmatrix reads of " + Name(s);
-      sc.accesses.push_back({r, Access{what, *rd}});
+      sc.accesses.push_back({r, Access{(ldmatrix ? "ldmatrix reads of " : "ld.shared reads of ") + Name(s), *rd}});
     }
     if (!ok) continue;
     if (tma) sc.wavefronts += e.cols / c.box_cols;  // TMA instructions
@@ -927,14 +920,15 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
       box.swizzle = c.mode;
       write->tma = box;
       write->tma_boxes = static_cast<int>(e.cols / c.box_cols);
-      write->instruction = "tma.2d";
+      write->typed_instruction = Instruction::Of(InstructionKind::kTma2d);
       write->instructions_per_thread = write->tma_boxes;  // issued by one thread
       write->note = std::to_string(write->tma_boxes) + " box" + (write->tma_boxes > 1 ? "es" : "") + " of " +
                     std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
     } else {
       write->copy = write_copy;
       write->vector_bytes = write_bytes;
-      write->instruction = write_bytes == 16 ? "cp.async.cg.16" : "cp.async.ca." + std::to_string(write_bytes);
+      write->typed_instruction = Instruction::Vector(
+          write_bytes == 16 ? InstructionKind::kCpAsyncCg : InstructionKind::kCpAsyncCa, write_bytes);
       write->instructions_per_thread = write_copy->values();
       at.instructions += write->instructions_per_thread * warps;
     }
@@ -1326,6 +1320,7 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
   if (!errors_.empty()) return errors_;
   plan.values = std::move(best->values);
   plan.ops = std::move(best->ops);
+  for (OpChoice& oc : plan.ops) oc.instruction = Spelling(oc.typed_instruction);
   plan.candidates = candidates;
   plan.cost = best->cost();
   plan.objective = "shared-memory wavefronts + warp instructions per execution: " + std::to_string(best->wavefronts) +
