@@ -144,6 +144,12 @@ class Checker {
   // ---- handle_expr.cpp ----
   TypeRef Infer(syntax::ExprId id);  // records the type for elaboration
   TypeRef InferNode(syntax::ExprId id);
+  // A name: a local, a size, a global, a built-in or a kernel operation (its reference kind recorded).
+  TypeRef InferVar(syntax::ExprId id, const syntax::Expr& e, const syntax::expr::Var& var);
+  // An operator as a function, `(+)`.
+  TypeRef InferOperatorRef(const syntax::Expr& e, const syntax::expr::OperatorRef& ref);
+  // A tensor literal `[a, b, ..]`.
+  TypeRef InferList(const syntax::Expr& e, const syntax::expr::List& list);
   TypeRef InferApply(const syntax::Expr& e, const syntax::expr::Apply& apply);
   TypeRef InferBinary(const syntax::Expr& e, const syntax::expr::Binary& binary);
   TypeRef InferIndex(const syntax::Expr& e, const syntax::expr::Index& index);

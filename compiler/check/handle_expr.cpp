@@ -522,89 +522,8 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
           },
           [&](const StringLit&) { return MakeString(); },
           [&](const BoolLit&) { return MakeScalar(Dtype::Bool); },
-          [&](const Var& var) -> TypeRef {
-            if (const Binding* local = env_.Find(var.name)) {
-              if (kernel_ && !store_destination_) {
-                const KernelContext::Param* param = KernelParamOf(var.name);
-                if (param && param->out) {
-                  Diagnostic& error = diagnostics_.Emit(DiagnosticKind::OutParamRead, e.span, var.name);
-                  error.notes.push_back(MakeNote(DiagnosticKind::NoteOutParam, param->span, var.name));
-                }
-              }
-              if (local->kind == Binding::Kind::Size) {
-                elaboration_.refs[id.index] = RefKind::Size;
-                elaboration_.size_refs[id.index] = local->size;
-                return MakeScalar(Dtype::I64);
-              }
-              elaboration_.refs[id.index] = RefKind::Local;
-              return Instantiate(local->scheme, e.span, var.name);
-            }
-            if (auto global = globals_.find(var.name); global != globals_.end()) {
-              elaboration_.refs[id.index] = RefKind::Global;
-              return Instantiate(global->second.scheme, e.span, var.name);
-            }
-            if (auto builtin = builtins_.find(var.name); builtin != builtins_.end()) {
-              elaboration_.refs[id.index] = RefKind::Builtin;
-              if (!in_main_ && !options_.host_anywhere &&
-                  (var.name == "load" || var.name == "save" || var.name == "arg" || var.name == "time")) {
-                // Effects and the command line belong to the program (language.md, host-only
-                // built-ins); `print` and `random` (seeded, so pure) are allowed anywhere.
-                diagnostics_.Emit(DiagnosticKind::HostOutsideMain, e.span, var.name, current_);
-              }
-              if (IsShapeBuiltin(var.name)) {
-                // Its type depends on the list written after it (handle_apply.cpp): it has none alone.
-                diagnostics_.Emit(DiagnosticKind::ShapeBuiltinValue, e.span, var.name);
-                return MakeVar(vars_.NewTypeVar());
-              }
-              TypeRef type = Instantiate(builtin->second.scheme, e.span, var.name);
-              if (var.name == "max" || var.name == "min" || var.name == "argmax")
-                RefuseEmptyAxis(var.name, type, e.span);
-              return type;
-            }
-            if (IsKernelOp(var.name)) {
-              elaboration_.refs[id.index] = RefKind::Builtin;
-              return InferKernelOpValue(var.name, e);
-            }
-            if (var.name != "_") UnknownName(var.name, e.span);
-            return MakeVar(vars_.NewTypeVar());
-          },
-          [&](const OperatorRef& ref) -> TypeRef {
-            // An operator as a function: operands of one shape (broadcasting needs both operands).
-            bool equality = ref.op == syntax::BinaryOp::Eq || ref.op == syntax::BinaryOp::Ne;
-            ElemVarId t = vars_.NewElemVar(equality ? ElemClass::None : ElemClass::Num);
-            Shape s = Shape::Spread(vars_.NewShapeVar());
-            TypeRef operand = MakeTensor(Elem{t}, s);
-            TypeRef result = operand;
-            switch (ref.op) {
-              case syntax::BinaryOp::Eq:
-              case syntax::BinaryOp::Ne:
-              case syntax::BinaryOp::Lt:
-              case syntax::BinaryOp::Le:
-              case syntax::BinaryOp::Gt:
-              case syntax::BinaryOp::Ge:
-                result = MakeTensor(Elem{Dtype::Bool}, s);
-                break;
-              case syntax::BinaryOp::And:
-              case syntax::BinaryOp::Or:
-                operand = result = MakeTensor(Elem{Dtype::Bool}, s);
-                break;
-              case syntax::BinaryOp::Pipe: {
-                TypeRef a = MakeVar(vars_.NewTypeVar()), b = MakeVar(vars_.NewTypeVar());
-                return MakeFunction({a, MakeFunction(a, b)}, b);
-              }
-              case syntax::BinaryOp::MatMul: {
-                SizeVarId m = vars_.NewSizeVar(), k = vars_.NewSizeVar(), n = vars_.NewSizeVar();
-                ShapeVarId b = vars_.NewShapeVar();
-                auto matrix = [&](SizeVarId r, SizeVarId c) {
-                  return MakeTensor(Elem{t}, Shape{{}, b, {Dim::Var(r), Dim::Var(c)}});
-                };
-                return MakeFunction({matrix(m, k), matrix(k, n)}, matrix(m, n));
-              }
-              default:
-                break;
-            }
-            return MakeFunction({operand, operand}, result);
-          },
+          [&](const Var& var) { return InferVar(id, e, var); },
+          [&](const OperatorRef& ref) { return InferOperatorRef(e, ref); },
           [&](const Apply& apply) { return InferApply(e, apply); },
           [&](const Lambda& lambda) -> TypeRef {
             std::size_t mark = env_.Mark();
@@ -650,25 +569,7 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             for (syntax::ExprId x : tuple.elements) elements.push_back(Infer(x));
             return MakeTuple(std::move(elements));
           },
-          [&](const List& list) -> TypeRef {
-            // A tensor literal: elements of one type 't[..s]; the result is 't[count, ..s].
-            ElemVarId t = vars_.NewElemVar();
-            Shape s = Shape::Spread(vars_.NewShapeVar());
-            TypeRef element = MakeTensor(Elem{t}, s);
-            for (syntax::ExprId x : list.elements) {
-              TypeRef found = Infer(x);
-              // A literal's element type is bound to the list's, not the list's to it, so that a
-              // later element that does not fit is described as itself: after `[1.0,`, a `true`
-              // is "`bool` is not a `float` type", not "found a float literal" under the `true`.
-              TypeRef resolved = vars_.Resolve(found);  // kept alive: `tensor` points into it
-              const auto* tensor = std::get_if<TensorType>(&resolved->node);
-              if (tensor && vars_.Resolve(tensor->elem).is_var()) unifier_.UnifyElem(tensor->elem, Elem{t});
-              Expect(element, found, ast_->Get(x).span, "an element of a tensor literal");
-            }
-            Shape rs = vars_.Resolve(s);
-            rs.before.insert(rs.before.begin(), Dim::Constant(static_cast<std::int64_t>(list.elements.size())));
-            return MakeTensor(Elem{t}, rs);
-          },
+          [&](const List& list) { return InferList(e, list); },
           [&](const Ascribe& ascribe) -> TypeRef {
             VarKind saved = scope_->new_sizes;
             scope_->new_sizes = in_main_ ? VarKind::Runtime : VarKind::Flexible;
@@ -715,6 +616,110 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
           },
       },
       e.node);
+}
+
+TypeRef Checker::InferVar(syntax::ExprId id, const syntax::Expr& e, const syntax::expr::Var& var) {
+  if (const Binding* local = env_.Find(var.name)) {
+    if (kernel_ && !store_destination_) {
+      const KernelContext::Param* param = KernelParamOf(var.name);
+      if (param && param->out) {
+        Diagnostic& error = diagnostics_.Emit(DiagnosticKind::OutParamRead, e.span, var.name);
+        error.notes.push_back(MakeNote(DiagnosticKind::NoteOutParam, param->span, var.name));
+      }
+    }
+    if (local->kind == Binding::Kind::Size) {
+      elaboration_.refs[id.index] = RefKind::Size;
+      elaboration_.size_refs[id.index] = local->size;
+      return MakeScalar(Dtype::I64);
+    }
+    elaboration_.refs[id.index] = RefKind::Local;
+    return Instantiate(local->scheme, e.span, var.name);
+  }
+  if (auto global = globals_.find(var.name); global != globals_.end()) {
+    elaboration_.refs[id.index] = RefKind::Global;
+    return Instantiate(global->second.scheme, e.span, var.name);
+  }
+  if (auto builtin = builtins_.find(var.name); builtin != builtins_.end()) {
+    elaboration_.refs[id.index] = RefKind::Builtin;
+    if (!in_main_ && !options_.host_anywhere &&
+        (var.name == "load" || var.name == "save" || var.name == "arg" || var.name == "time")) {
+      // Effects and the command line belong to the program (language.md, host-only
+      // built-ins); `print` and `random` (seeded, so pure) are allowed anywhere.
+      diagnostics_.Emit(DiagnosticKind::HostOutsideMain, e.span, var.name, current_);
+    }
+    if (IsShapeBuiltin(var.name)) {
+      // Its type depends on the list written after it (handle_apply.cpp): it has none alone.
+      diagnostics_.Emit(DiagnosticKind::ShapeBuiltinValue, e.span, var.name);
+      return MakeVar(vars_.NewTypeVar());
+    }
+    TypeRef type = Instantiate(builtin->second.scheme, e.span, var.name);
+    if (var.name == "max" || var.name == "min" || var.name == "argmax") RefuseEmptyAxis(var.name, type, e.span);
+    return type;
+  }
+  if (IsKernelOp(var.name)) {
+    elaboration_.refs[id.index] = RefKind::Builtin;
+    return InferKernelOpValue(var.name, e);
+  }
+  if (var.name != "_") UnknownName(var.name, e.span);
+  return MakeVar(vars_.NewTypeVar());
+}
+
+TypeRef Checker::InferOperatorRef(const syntax::Expr& e, const syntax::expr::OperatorRef& ref) {
+  // An operator as a function: operands of one shape (broadcasting needs both operands).
+  bool equality = ref.op == syntax::BinaryOp::Eq || ref.op == syntax::BinaryOp::Ne;
+  ElemVarId t = vars_.NewElemVar(equality ? ElemClass::None : ElemClass::Num);
+  Shape s = Shape::Spread(vars_.NewShapeVar());
+  TypeRef operand = MakeTensor(Elem{t}, s);
+  TypeRef result = operand;
+  switch (ref.op) {
+    case syntax::BinaryOp::Eq:
+    case syntax::BinaryOp::Ne:
+    case syntax::BinaryOp::Lt:
+    case syntax::BinaryOp::Le:
+    case syntax::BinaryOp::Gt:
+    case syntax::BinaryOp::Ge:
+      result = MakeTensor(Elem{Dtype::Bool}, s);
+      break;
+    case syntax::BinaryOp::And:
+    case syntax::BinaryOp::Or:
+      operand = result = MakeTensor(Elem{Dtype::Bool}, s);
+      break;
+    case syntax::BinaryOp::Pipe: {
+      TypeRef a = MakeVar(vars_.NewTypeVar()), b = MakeVar(vars_.NewTypeVar());
+      return MakeFunction({a, MakeFunction(a, b)}, b);
+    }
+    case syntax::BinaryOp::MatMul: {
+      SizeVarId m = vars_.NewSizeVar(), k = vars_.NewSizeVar(), n = vars_.NewSizeVar();
+      ShapeVarId b = vars_.NewShapeVar();
+      auto matrix = [&](SizeVarId r, SizeVarId c) {
+        return MakeTensor(Elem{t}, Shape{{}, b, {Dim::Var(r), Dim::Var(c)}});
+      };
+      return MakeFunction({matrix(m, k), matrix(k, n)}, matrix(m, n));
+    }
+    default:
+      break;
+  }
+  return MakeFunction({operand, operand}, result);
+}
+
+TypeRef Checker::InferList(const syntax::Expr& e, const syntax::expr::List& list) {
+  // A tensor literal: elements of one type 't[..s]; the result is 't[count, ..s].
+  ElemVarId t = vars_.NewElemVar();
+  Shape s = Shape::Spread(vars_.NewShapeVar());
+  TypeRef element = MakeTensor(Elem{t}, s);
+  for (syntax::ExprId x : list.elements) {
+    TypeRef found = Infer(x);
+    // A literal's element type is bound to the list's, not the list's to it, so that a
+    // later element that does not fit is described as itself: after `[1.0,`, a `true`
+    // is "`bool` is not a `float` type", not "found a float literal" under the `true`.
+    TypeRef resolved = vars_.Resolve(found);  // kept alive: `tensor` points into it
+    const auto* tensor = std::get_if<TensorType>(&resolved->node);
+    if (tensor && vars_.Resolve(tensor->elem).is_var()) unifier_.UnifyElem(tensor->elem, Elem{t});
+    Expect(element, found, ast_->Get(x).span, "an element of a tensor literal");
+  }
+  Shape rs = vars_.Resolve(s);
+  rs.before.insert(rs.before.begin(), Dim::Constant(static_cast<std::int64_t>(list.elements.size())));
+  return MakeTensor(Elem{t}, rs);
 }
 
 void Checker::RefuseEmptyAxis(const std::string& name, const TypeRef& type, Span span) {

@@ -167,6 +167,199 @@ bool TakeValue(const std::vector<std::string>& args, std::size_t& i, const std::
   return false;
 }
 
+// `--emit=VALUE` of `weft check` (what to print of the front end) or `weft build` (device code).
+bool ParseEmit(Options& options, const std::string& value, std::string& error) {
+  if (options.command == Command::Check) {
+    if (value == "types") {
+      options.emit = Emit::Types;
+    } else if (value == "core") {
+      options.emit = Emit::Core;
+    } else if (value == "tile") {
+      options.emit = Emit::Tile;
+    } else if (value == "ast") {
+      options.emit = Emit::Ast;
+    } else if (value == "ast-sexp") {
+      options.emit = Emit::AstSexp;
+    } else {
+      error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
+      return false;
+    }
+    return true;
+  }
+  if (value == "ptx") {
+    options.emit = Emit::Ptx;
+  } else if (value == "llvm") {
+    options.emit = Emit::Llvm;
+  } else if (value == "graph") {
+    options.emit = Emit::Graph;
+  } else {
+    error = "unknown value `" + value + "` for --emit; expected `ptx`, `llvm` or `graph`";
+    return false;
+  }
+  return true;
+}
+
+// Reads args[i], an option of `options.command` or an input (i moves past a value it takes);
+// false with `error` set when the command has no such option or its value is wrong.
+bool ParseArgument(const std::vector<std::string>& args, std::size_t& i, Options& options, bool& target_given,
+                   std::string& error) {
+  const std::string& arg = args[i];
+  std::string value;
+  if (arg == "--help" || arg == "-h") {
+    options.help = true;
+  } else if (options.command == Command::Lsp && arg == "--stdio") {
+    return true;  // the only transport
+  } else if (options.command == Command::Run && arg == "--cpu") {
+    options.cpu = true;
+  } else if (options.command == Command::Run && arg == "--gpu") {
+    options.gpu = true;
+  } else if (options.command == Command::Build && arg == "--shared") {
+    options.shared = true;
+  } else if (options.command == Command::Build && arg == "--only-instances") {
+    options.only_instances = true;
+  } else if (options.command == Command::Build && TakeValue(args, i, "instance", value)) {
+    options.instances.push_back(value);
+  } else if (options.command == Command::Call && TakeValue(args, i, "out", value)) {
+    options.out_dir = value;
+  } else if (options.command == Command::Build && arg == "-o") {
+    if (i + 1 == args.size()) {
+      error = "-o needs the path of the executable to write";
+      return false;
+    }
+    options.output = args[++i];
+  } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
+    (arg == "--table" ? options.table : options.grid) = true;
+  } else if (options.command == Command::Layout && arg == "--tv" && i + 1 == args.size()) {
+    error = "--tv needs an atom name, or `list`";
+    return false;
+  } else if (options.command == Command::Layout && TakeValue(args, i, "tv", value)) {
+    options.tv = value;
+  } else if ((options.command == Command::Check || options.command == Command::Build) &&
+             TakeValue(args, i, "emit", value)) {
+    return ParseEmit(options, value, error);
+  } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
+              options.command == Command::Build) &&
+             TakeValue(args, i, "kernel", value)) {
+    options.kernel = value;
+  } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
+              options.command == Command::Build) &&
+             TakeValue(args, i, "target", value)) {
+    options.target = value;
+    target_given = true;
+  } else if (options.command == Command::Explain && args[i] == "--no-timings") {
+    options.timings = false;
+  } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+             TakeValue(args, i, "size", value)) {
+    options.sizes.push_back(value);
+  } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
+             TakeValue(args, i, "scalar", value)) {
+    options.scalars.push_back(value);
+  } else if (options.command == Command::Explain && TakeValue(args, i, "machine", value)) {
+    if (value != "h100" && value != "h200") {
+      error = "unknown value `" + value + "` for --machine; expected `h100` or `h200`";
+      return false;
+    }
+    options.machine = value;
+  } else if (options.command == Command::Simulate && TakeValue(args, i, "seed", value)) {
+    options.seed = std::strtoull(value.c_str(), nullptr, 10);
+  } else if (TakeValue(args, i, "color", value)) {
+    if (value == "auto") {
+      options.color = ColorMode::Auto;
+    } else if (value == "always") {
+      options.color = ColorMode::Always;
+    } else if (value == "never") {
+      options.color = ColorMode::Never;
+    } else {
+      error = "unknown value `" + value + "` for --color; expected `auto`, `always` or `never`";
+      return false;
+    }
+  } else if (arg.size() > 1 && arg[0] == '-') {
+    const std::string& first = args[0];
+    error = "unknown option `" + arg + "` for `weft " + first + "`; run `weft " + first + " --help`";
+    return false;
+  } else {
+    options.inputs.push_back(arg);
+  }
+  return true;
+}
+
+// Whether the options read make one command line: what each command needs, and what goes only
+// with what; false with `error` saying what is wrong.
+bool CheckCombination(const Options& options, const std::string& first, std::string& error) {
+  if (options.command == Command::Layout) {
+    // EXPR, or --tv alone. An EXPR with spaces must be quoted, hence the hint.
+    if (options.tv && (!options.inputs.empty() || options.table || options.grid)) {
+      error = "`weft layout --tv` takes an atom name and nothing else; run `weft layout --help`";
+    } else if (!options.tv && options.inputs.empty()) {
+      error = "`weft layout` needs an EXPR or --tv; run `weft layout --help`";
+    } else if (options.inputs.size() > 1) {
+      error = "`weft layout` takes one EXPR, not " + std::to_string(options.inputs.size()) +
+              "; quote the expression: weft layout '(4,2):(2,1)'";
+    } else {
+      return true;
+    }
+    return false;
+  }
+  if (options.command == Command::Build) {
+    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
+    if (!emit && options.output.empty()) {
+      error =
+          "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm|graph (device code, the dataflow graph); run "
+          "`weft build --help`";
+      return false;
+    }
+    if (emit && !options.output.empty()) {
+      error = "`weft build` takes -o EXE or --emit, not both: --emit prints to standard output";
+      return false;
+    }
+    if (!emit && !options.kernel.empty()) {
+      error = "--kernel picks the kernel whose code --emit prints; an executable has every kernel `main` calls";
+      return false;
+    }
+  }
+  if (options.command == Command::Build && options.shared && (EmitGiven(options) || options.output.empty())) {
+    error = "`weft build --shared` needs -o libNAME.so, and no --emit";
+    return false;
+  }
+  if (options.command == Command::Build && !options.shared && (!options.instances.empty() || options.only_instances)) {
+    error = "--instance is for `weft build --shared`";
+    return false;
+  }
+  if (options.command == Command::Call) {
+    if (options.inputs.size() < 2 || options.out_dir.empty()) {
+      error = "`weft call` needs FILE, NAME, the arguments' .npy files and --out DIR; run `weft call --help`";
+      return false;
+    }
+    return true;
+  }
+  if (options.command == Command::Run && options.cpu && options.gpu) {
+    error = "`weft run` takes --cpu or --gpu, not both";
+    return false;
+  }
+  if (options.command == Command::Explain && options.kernel.empty() &&
+      (!options.sizes.empty() || !options.scalars.empty())) {
+    error = "`weft explain --size/--scalar` needs --kernel NAME: the sizes are one kernel's";
+    return false;
+  }
+  if (options.command == Command::Simulate && options.kernel.empty()) {
+    error = "`weft simulate` needs --kernel NAME";
+    return false;
+  }
+  if (options.command == Command::Repl) return true;  // any number of files to load
+  if (options.command == Command::Lsp) {
+    if (options.inputs.empty()) return true;
+    error = "`weft lsp` takes no FILE: an editor opens documents through the protocol";
+    return false;
+  }
+  if (options.inputs.size() != 1) {
+    error = options.inputs.empty()
+                ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
+                : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string HelpText(Command command) {
@@ -199,7 +392,6 @@ std::string HelpText(Command command) {
 
 std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::string& error) {
   Options options;
-  bool target_given = false;
   if (args.empty()) {
     error = "no command given; run `weft --help` to see the commands";
     return std::nullopt;
@@ -221,184 +413,17 @@ std::optional<Options> ParseOptions(const std::vector<std::string>& args, std::s
                             : "unknown command `" + first + "`; run `weft --help` to see the commands";
     return std::nullopt;
   }
+  bool target_given = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    std::string value;
-    if (options.command == Command::Run && arg == "--") {
+    if (options.command == Command::Run && args[i] == "--") {
       options.program_args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       break;
     }
-    if (arg == "--help" || arg == "-h") {
-      options.help = true;
-    } else if (options.command == Command::Lsp && arg == "--stdio") {
-      continue;  // the only transport
-    } else if (options.command == Command::Run && arg == "--cpu") {
-      options.cpu = true;
-    } else if (options.command == Command::Run && arg == "--gpu") {
-      options.gpu = true;
-    } else if (options.command == Command::Build && arg == "--shared") {
-      options.shared = true;
-    } else if (options.command == Command::Build && arg == "--only-instances") {
-      options.only_instances = true;
-    } else if (options.command == Command::Build && TakeValue(args, i, "instance", value)) {
-      options.instances.push_back(value);
-    } else if (options.command == Command::Call && TakeValue(args, i, "out", value)) {
-      options.out_dir = value;
-    } else if (options.command == Command::Build && arg == "-o") {
-      if (i + 1 == args.size()) {
-        error = "-o needs the path of the executable to write";
-        return std::nullopt;
-      }
-      options.output = args[++i];
-    } else if (options.command == Command::Layout && (arg == "--table" || arg == "--grid")) {
-      (arg == "--table" ? options.table : options.grid) = true;
-    } else if (options.command == Command::Layout && arg == "--tv" && i + 1 == args.size()) {
-      error = "--tv needs an atom name, or `list`";
-      return std::nullopt;
-    } else if (options.command == Command::Layout && TakeValue(args, i, "tv", value)) {
-      options.tv = value;
-    } else if (options.command == Command::Check && TakeValue(args, i, "emit", value)) {
-      if (value == "types") {
-        options.emit = Emit::Types;
-      } else if (value == "core") {
-        options.emit = Emit::Core;
-      } else if (value == "tile") {
-        options.emit = Emit::Tile;
-      } else if (value == "ast") {
-        options.emit = Emit::Ast;
-      } else if (value == "ast-sexp") {
-        options.emit = Emit::AstSexp;
-      } else {
-        error = "unknown value `" + value + "` for --emit; expected `types`, `core`, `tile`, `ast` or `ast-sexp`";
-        return std::nullopt;
-      }
-    } else if (options.command == Command::Build && TakeValue(args, i, "emit", value)) {
-      if (value == "ptx") {
-        options.emit = Emit::Ptx;
-      } else if (value == "llvm") {
-        options.emit = Emit::Llvm;
-      } else if (value == "graph") {
-        options.emit = Emit::Graph;
-      } else {
-        error = "unknown value `" + value + "` for --emit; expected `ptx`, `llvm` or `graph`";
-        return std::nullopt;
-      }
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
-                options.command == Command::Build) &&
-               TakeValue(args, i, "kernel", value)) {
-      options.kernel = value;
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain ||
-                options.command == Command::Build) &&
-               TakeValue(args, i, "target", value)) {
-      options.target = value;
-      target_given = true;
-    } else if (options.command == Command::Explain && args[i] == "--no-timings") {
-      options.timings = false;
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
-               TakeValue(args, i, "size", value)) {
-      options.sizes.push_back(value);
-    } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&
-               TakeValue(args, i, "scalar", value)) {
-      options.scalars.push_back(value);
-    } else if (options.command == Command::Explain && TakeValue(args, i, "machine", value)) {
-      if (value != "h100" && value != "h200") {
-        error = "unknown value `" + value + "` for --machine; expected `h100` or `h200`";
-        return std::nullopt;
-      }
-      options.machine = value;
-    } else if (options.command == Command::Simulate && TakeValue(args, i, "seed", value)) {
-      options.seed = std::strtoull(value.c_str(), nullptr, 10);
-    } else if (TakeValue(args, i, "color", value)) {
-      if (value == "auto") {
-        options.color = ColorMode::Auto;
-      } else if (value == "always") {
-        options.color = ColorMode::Always;
-      } else if (value == "never") {
-        options.color = ColorMode::Never;
-      } else {
-        error = "unknown value `" + value + "` for --color; expected `auto`, `always` or `never`";
-        return std::nullopt;
-      }
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      error = "unknown option `" + arg + "` for `weft " + first + "`; run `weft " + first + " --help`";
-      return std::nullopt;
-    } else {
-      options.inputs.push_back(arg);
-    }
+    if (!ParseArgument(args, i, options, target_given, error)) return std::nullopt;
   }
   if (options.help) return options;
-  if (options.command == Command::Layout) {
-    // EXPR, or --tv alone. An EXPR with spaces must be quoted, hence the hint.
-    if (options.tv && (!options.inputs.empty() || options.table || options.grid)) {
-      error = "`weft layout --tv` takes an atom name and nothing else; run `weft layout --help`";
-    } else if (!options.tv && options.inputs.empty()) {
-      error = "`weft layout` needs an EXPR or --tv; run `weft layout --help`";
-    } else if (options.inputs.size() > 1) {
-      error = "`weft layout` takes one EXPR, not " + std::to_string(options.inputs.size()) +
-              "; quote the expression: weft layout '(4,2):(2,1)'";
-    } else {
-      return options;
-    }
-    return std::nullopt;
-  }
-  if (options.command == Command::Build) {
-    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
-    if (!target_given) options.target = "sm_90a";
-    if (!emit && options.output.empty()) {
-      error =
-          "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm|graph (device code, the dataflow graph); run "
-          "`weft build --help`";
-      return std::nullopt;
-    }
-    if (emit && !options.output.empty()) {
-      error = "`weft build` takes -o EXE or --emit, not both: --emit prints to standard output";
-      return std::nullopt;
-    }
-    if (!emit && !options.kernel.empty()) {
-      error = "--kernel picks the kernel whose code --emit prints; an executable has every kernel `main` calls";
-      return std::nullopt;
-    }
-  }
-  if (options.command == Command::Build && options.shared && (EmitGiven(options) || options.output.empty())) {
-    error = "`weft build --shared` needs -o libNAME.so, and no --emit";
-    return std::nullopt;
-  }
-  if (options.command == Command::Build && !options.shared && (!options.instances.empty() || options.only_instances)) {
-    error = "--instance is for `weft build --shared`";
-    return std::nullopt;
-  }
-  if (options.command == Command::Call) {
-    if (options.inputs.size() < 2 || options.out_dir.empty()) {
-      error = "`weft call` needs FILE, NAME, the arguments' .npy files and --out DIR; run `weft call --help`";
-      return std::nullopt;
-    }
-    return options;
-  }
-  if (options.command == Command::Run && options.cpu && options.gpu) {
-    error = "`weft run` takes --cpu or --gpu, not both";
-    return std::nullopt;
-  }
-  if (options.command == Command::Explain && options.kernel.empty() &&
-      (!options.sizes.empty() || !options.scalars.empty())) {
-    error = "`weft explain --size/--scalar` needs --kernel NAME: the sizes are one kernel's";
-    return std::nullopt;
-  }
-  if (options.command == Command::Simulate && options.kernel.empty()) {
-    error = "`weft simulate` needs --kernel NAME";
-    return std::nullopt;
-  }
-  if (options.command == Command::Repl) return options;  // any number of files to load
-  if (options.command == Command::Lsp) {
-    if (options.inputs.empty()) return options;
-    error = "`weft lsp` takes no FILE: an editor opens documents through the protocol";
-    return std::nullopt;
-  }
-  if (options.inputs.size() != 1) {
-    error = options.inputs.empty()
-                ? "`weft " + first + "` needs a FILE; run `weft " + first + " --help`"
-                : "`weft " + first + "` takes one FILE, not " + std::to_string(options.inputs.size());
-    return std::nullopt;
-  }
+  if (options.command == Command::Build && !target_given) options.target = "sm_90a";
+  if (!CheckCombination(options, first, error)) return std::nullopt;
   return options;
 }
 

@@ -1,6 +1,8 @@
 // Build: `main`'s core IR to a dataflow graph (graph.h). The evaluator mirrors the interpreter's
-// (interp/interpreter.cpp) and the host lowering's (codegen/host.cpp) one node at a time, at
-// compile time: values are nodes, sizes are dims over `main`'s size variables.
+// (interp/interpreter.cpp) one node at a time, with its names, at compile time: values are nodes,
+// sizes are dims over `main`'s size variables. codegen/host.cpp lowers the graph, not the core IR.
+// docs/architecture.md ("`main`'s meaning, twice") says why this is a second evaluator rather than
+// the interpreter's with another value domain, and what keeps the two in step.
 #include <functional>
 #include <map>
 #include <memory>
@@ -172,9 +174,22 @@ class Builder {
   // ---- Expressions ----
   GRef Eval(core::ExprId id, GFrame& frame);
   GRef EvalNode(const core::Expr& e, GFrame& frame);
+  // EvalNode's longer cases: a definition named, an application, `if`, a tensor literal, indexing, `loop`.
+  GRef EvalGlobal(const ce::Global& global, const core::Expr& e, GFrame& frame);
+  GRef EvalApply(const ce::Apply& apply, const core::Expr& e, GFrame& frame);
+  GRef EvalIf(const ce::If& branch, const core::Expr& e, GFrame& frame);
+  GRef EvalTensorLit(const ce::TensorLit& lit, const core::Expr& e, GFrame& frame);
+  GRef EvalIndex(const ce::Index& index, const core::Expr& e, GFrame& frame);
+  GRef EvalLoop(const ce::Loop& loop, const core::Expr& e, GFrame& frame);
   void Bind(core::PatternId pattern, const GRef& value, GFrame& frame);
   GRef Call(const GRef& callee, const GRef& arg, Span span);
   GRef CallBuiltin(const GFunction& fn, Span span);
+  GRef CallHostBuiltin(const GFunction& fn, Span span);
+  Dtype ResultDtype(const GFunction& fn) const;
+  static std::vector<Dim> ShapeArg(const GFunction& fn, std::size_t i) {
+    return std::get<GShape>(fn.args.at(i)->node).dims;
+  }
+  static std::vector<Dim> ProductShape(const std::vector<Dim>& a, const std::vector<Dim>& b);
   GRef RunKernel(const GFunction& fn, Span span);
   GRef EvaluateDef(std::size_t index);
   std::optional<std::size_t> FindDef(std::string_view name, std::size_t before) const;
@@ -183,6 +198,10 @@ class Builder {
   // ---- Nodes ----
   [[noreturn]] void Refuse(DiagnosticKind kind, Span span, const std::string& what) {
     throw Refusal{MakeDiagnostic(kind, span, what)};
+  }
+  // What `main` does that the array tier does not compile (E0800).
+  [[noreturn]] void RefuseArray(Span span, const std::string& what) {
+    Refuse(DiagnosticKind::HostArrayTier, span, what);
   }
   NodeId Add(Node node) {
     node.in_body = body_depth_ > 0;
@@ -376,7 +395,6 @@ GRef Builder::NegativeLiteral(const core::Expr& e, const core::Expr& callee, con
 }
 
 GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
-  auto refuse_array = [&](const std::string& what) -> GRef { Refuse(DiagnosticKind::HostArrayTier, e.span, what); };
   auto dtype_of = [&]() { return ElemOf(std::get<TensorType>(vars_.Resolve(e.type)->node).elem, frame.subst); };
   return std::visit(
       Overloaded{
@@ -408,21 +426,7 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             }
             WEFT_INTERNAL_ERROR("graph: `" + local.name + "` is not bound");
           },
-          [&](const ce::Global& global) -> GRef {
-            std::optional<std::size_t> index = FindDef(global.name, frame.def_index);
-            if (!index) WEFT_INTERNAL_ERROR("graph: no definition `" + global.name + "`");
-            const core::Def& def = module_.defs()[*index];
-            if (def.params.empty()) return EvaluateDef(*index);
-            if (!def.body) WEFT_INTERNAL_ERROR("graph: `" + global.name + "` has no body");
-            GFunction fn;
-            fn.which = GFunction::Which::Def;
-            fn.def_index = *index;
-            fn.arity = Arity(def);
-            fn.span = e.span;
-            MatchTypes(def.scheme.type, e.type, frame.subst, fn.subst);
-            if (fn.arity == 0) return RunKernel(fn, e.span);
-            return Make(std::move(fn));
-          },
+          [&](const ce::Global& global) -> GRef { return EvalGlobal(global, e, frame); },
           [&](const ce::Builtin& builtin) -> GRef {
             GFunction fn;
             fn.which = GFunction::Which::Builtin;
@@ -446,24 +450,7 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             for (const Dim& d : shape.dims) s.dims.push_back(DimOf(d, frame.subst));
             return Make(std::move(s));
           },
-          [&](const ce::Apply& apply) -> GRef {
-            const core::Expr& callee = module_.Get(apply.callee);
-            bool builtin = std::holds_alternative<ce::Builtin>(callee.node);
-            if (GRef literal = NegativeLiteral(e, callee, apply, frame)) return literal;
-            GRef f = builtin ? nullptr : EvalNode(callee, frame);
-            std::vector<GRef> args;
-            for (core::ExprId a : apply.args) args.push_back(Eval(a, frame));
-            if (builtin) f = EvalNode(callee, frame);
-            if (!callee.checks.empty() || !e.checks.empty()) {
-              for (std::size_t i = 0; i < args.size(); ++i)
-                BindValue(module_.Get(apply.args[i]).type, *args[i], frame, module_.Get(apply.args[i]).span);
-              for (const std::vector<core::RuntimeCheck>* checks : {&callee.checks, &e.checks})
-                for (const core::RuntimeCheck& c : *checks) Check(c, frame);
-            }
-            GRef fn = f;
-            for (const GRef& arg : args) fn = Call(fn, arg, e.span);
-            return fn;
-          },
+          [&](const ce::Apply& apply) -> GRef { return EvalApply(apply, e, frame); },
           [&](const ce::Lambda& lambda) -> GRef {
             GFunction fn;
             fn.which = GFunction::Which::Lambda;
@@ -483,104 +470,15 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
             frame.env = saved;
             return body;
           },
-          [&](const ce::If& branch) -> GRef {
-            // A condition known at compile time picks its branch; otherwise both branches are
-            // computed and `select` picks elementwise, which means the same when neither branch
-            // has an effect or can fail (only elementwise work, which is total).
-            NodeId condition = NodeOf(Eval(branch.condition, frame), e.span);
-            if (std::optional<bool> known = ConstantBool(condition)) {
-              return Eval(*known ? branch.then_branch : branch.else_branch, frame);
-            }
-            std::size_t first = g_.nodes.size();
-            NodeId a = NodeOf(Eval(branch.then_branch, frame), e.span);
-            NodeId b = NodeOf(Eval(branch.else_branch, frame), e.span);
-            for (std::size_t i = first; i < g_.nodes.size(); ++i) {
-              Kind k = g_.nodes[i].kind;
-              if (k != Kind::Map && k != Kind::Cast && k != Kind::Constant && k != Kind::Size && k != Kind::Fill)
-                return refuse_array("`if` whose branches do more than elementwise arithmetic");
-            }
-            Node n;
-            n.kind = Kind::Map;
-            n.fn = "select";
-            n.dtype = Get(a).dtype;
-            n.args = {condition, a, b};
-            n.shape = Broadcast(n.args);
-            n.span = e.span;
-            return Make(Add(std::move(n)));
-          },
+          [&](const ce::If& branch) -> GRef { return EvalIf(branch, e, frame); },
           [&](const ce::Tuple& tuple) -> GRef {
             GTuple values;
             for (core::ExprId x : tuple.elements) values.push_back(Eval(x, frame));
             return Make(std::move(values));
           },
-          [&](const ce::TensorLit& lit) -> GRef {
-            std::vector<NodeId> elements;
-            for (core::ExprId x : lit.elements) elements.push_back(NodeOf(Eval(x, frame), e.span));
-            auto type = TensorOf(e.type, frame.subst);
-            if (!type) Refuse(DiagnosticKind::HostUnsupported, e.span, "a tensor literal whose shape is not known");
-            if (elements.size() > kMaxLiteral)
-              return refuse_array("a tensor literal of " + std::to_string(elements.size()) +
-                                  " elements along an axis (the GPU takes at most " + std::to_string(kMaxLiteral) +
-                                  ")");
-            return Make(Stack(type->first, type->second, elements, e.span));
-          },
-          [&](const ce::Index& index) -> GRef {
-            Node n;
-            n.kind = Kind::View;
-            n.fn = "index";
-            n.span = e.span;
-            n.args.push_back(NodeOf(Eval(index.base, frame), e.span));
-            const Node& base = Get(n.args[0]);
-            n.dtype = base.dtype;
-            std::size_t axis = 0;
-            for (const core::expr::IndexItem& item : index.items) {
-              IndexItem out;
-              if (item.kind == core::expr::IndexItem::Kind::At) {
-                out.what = IndexItem::What::At;
-                out.at = n.args.size();
-                n.args.push_back(NodeOf(Eval(item.at, frame), e.span));
-              } else if (item.kind == core::expr::IndexItem::Kind::Slice) {
-                out.what = IndexItem::What::Slice;
-                out.lo = DimOf(item.lo, frame.subst);
-                out.hi = item.hi ? DimOf(*item.hi, frame.subst) : Get(n.args[0]).shape.at(axis);
-                n.shape.push_back(Checked(core::Sub(out.hi, out.lo)));
-              } else {
-                n.shape.push_back(Get(n.args[0]).shape.at(axis));
-              }
-              n.index.push_back(std::move(out));
-              ++axis;
-            }
-            const std::vector<Dim>& base_shape = Get(n.args[0]).shape;
-            for (std::size_t i = axis; i < base_shape.size(); ++i) n.shape.push_back(base_shape[i]);
-            return Make(Add(std::move(n)));
-          },
-          [&](const ce::Loop& loop) -> GRef {
-            // Unrolled: each iteration's body is evaluated with the counter a constant, so the
-            // graph is the straight-line program and fuses across iterations.
-            GRef state = Eval(loop.init, frame);
-            NodeId bound = NodeOf(Eval(loop.bound, frame), e.span);
-            std::optional<std::int64_t> count = ConstantInt(bound);
-            if (!count)
-              return refuse_array("`loop` whose trip count is not known at compile time (`main`'s loops are unrolled)");
-            if (*count > kMaxUnroll)
-              return refuse_array("`loop` of " + std::to_string(*count) + " iterations (`main`'s loops are unrolled, " +
-                                  "up to " + std::to_string(kMaxUnroll) + " iterations)");
-            std::shared_ptr<const GEnv> saved = frame.env;
-            std::size_t first = g_.nodes.size();
-            for (std::int64_t i = 0; i < *count; ++i) {
-              if (g_.nodes.size() - first > kMaxUnrolledNodes)
-                return refuse_array("`loop` of " + std::to_string(*count) + " iterations, which unrolls to more than " +
-                                    std::to_string(kMaxUnrolledNodes) + " operations (by iteration " +
-                                    std::to_string(i) + ")");
-              frame.env = saved;
-              Bind(loop.state, state, frame);
-              NodeId counter = Constant(Dtype::I64, static_cast<std::uint64_t>(i), e.span);
-              frame.env = std::make_shared<const GEnv>(GEnv{loop.counter, Make(counter), nullptr, frame.env});
-              state = Eval(loop.body, frame);
-            }
-            frame.env = saved;
-            return state;
-          },
+          [&](const ce::TensorLit& lit) -> GRef { return EvalTensorLit(lit, e, frame); },
+          [&](const ce::Index& index) -> GRef { return EvalIndex(index, e, frame); },
+          [&](const ce::Loop& loop) -> GRef { return EvalLoop(loop, e, frame); },
           [&](const ce::Cast& cast) -> GRef {
             Node n;
             n.kind = Kind::Cast;
@@ -592,6 +490,136 @@ GRef Builder::EvalNode(const core::Expr& e, GFrame& frame) {
           },
       },
       e.node);
+}
+
+GRef Builder::EvalGlobal(const ce::Global& global, const core::Expr& e, GFrame& frame) {
+  std::optional<std::size_t> index = FindDef(global.name, frame.def_index);
+  if (!index) WEFT_INTERNAL_ERROR("graph: no definition `" + global.name + "`");
+  const core::Def& def = module_.defs()[*index];
+  if (def.params.empty()) return EvaluateDef(*index);
+  if (!def.body) WEFT_INTERNAL_ERROR("graph: `" + global.name + "` has no body");
+  GFunction fn;
+  fn.which = GFunction::Which::Def;
+  fn.def_index = *index;
+  fn.arity = Arity(def);
+  fn.span = e.span;
+  MatchTypes(def.scheme.type, e.type, frame.subst, fn.subst);
+  if (fn.arity == 0) return RunKernel(fn, e.span);
+  return Make(std::move(fn));
+}
+
+GRef Builder::EvalApply(const ce::Apply& apply, const core::Expr& e, GFrame& frame) {
+  const core::Expr& callee = module_.Get(apply.callee);
+  bool builtin = std::holds_alternative<ce::Builtin>(callee.node);
+  if (GRef literal = NegativeLiteral(e, callee, apply, frame)) return literal;
+  GRef f = builtin ? nullptr : EvalNode(callee, frame);
+  std::vector<GRef> args;
+  for (core::ExprId a : apply.args) args.push_back(Eval(a, frame));
+  if (builtin) f = EvalNode(callee, frame);
+  if (!callee.checks.empty() || !e.checks.empty()) {
+    for (std::size_t i = 0; i < args.size(); ++i)
+      BindValue(module_.Get(apply.args[i]).type, *args[i], frame, module_.Get(apply.args[i]).span);
+    for (const std::vector<core::RuntimeCheck>* checks : {&callee.checks, &e.checks})
+      for (const core::RuntimeCheck& c : *checks) Check(c, frame);
+  }
+  GRef fn = f;
+  for (const GRef& arg : args) fn = Call(fn, arg, e.span);
+  return fn;
+}
+
+GRef Builder::EvalIf(const ce::If& branch, const core::Expr& e, GFrame& frame) {
+  // A condition known at compile time picks its branch; otherwise both branches are
+  // computed and `select` picks elementwise, which means the same when neither branch
+  // has an effect or can fail (only elementwise work, which is total).
+  NodeId condition = NodeOf(Eval(branch.condition, frame), e.span);
+  if (std::optional<bool> known = ConstantBool(condition)) {
+    return Eval(*known ? branch.then_branch : branch.else_branch, frame);
+  }
+  std::size_t first = g_.nodes.size();
+  NodeId a = NodeOf(Eval(branch.then_branch, frame), e.span);
+  NodeId b = NodeOf(Eval(branch.else_branch, frame), e.span);
+  for (std::size_t i = first; i < g_.nodes.size(); ++i) {
+    Kind k = g_.nodes[i].kind;
+    if (k != Kind::Map && k != Kind::Cast && k != Kind::Constant && k != Kind::Size && k != Kind::Fill)
+      RefuseArray(e.span, "`if` whose branches do more than elementwise arithmetic");
+  }
+  Node n;
+  n.kind = Kind::Map;
+  n.fn = "select";
+  n.dtype = Get(a).dtype;
+  n.args = {condition, a, b};
+  n.shape = Broadcast(n.args);
+  n.span = e.span;
+  return Make(Add(std::move(n)));
+}
+
+GRef Builder::EvalTensorLit(const ce::TensorLit& lit, const core::Expr& e, GFrame& frame) {
+  std::vector<NodeId> elements;
+  for (core::ExprId x : lit.elements) elements.push_back(NodeOf(Eval(x, frame), e.span));
+  auto type = TensorOf(e.type, frame.subst);
+  if (!type) Refuse(DiagnosticKind::HostUnsupported, e.span, "a tensor literal whose shape is not known");
+  if (elements.size() > kMaxLiteral)
+    RefuseArray(e.span, "a tensor literal of " + std::to_string(elements.size()) +
+                            " elements along an axis (the GPU takes at most " + std::to_string(kMaxLiteral) + ")");
+  return Make(Stack(type->first, type->second, elements, e.span));
+}
+
+GRef Builder::EvalIndex(const ce::Index& index, const core::Expr& e, GFrame& frame) {
+  Node n;
+  n.kind = Kind::View;
+  n.fn = "index";
+  n.span = e.span;
+  n.args.push_back(NodeOf(Eval(index.base, frame), e.span));
+  const Node& base = Get(n.args[0]);
+  n.dtype = base.dtype;
+  std::size_t axis = 0;
+  for (const core::expr::IndexItem& item : index.items) {
+    IndexItem out;
+    if (item.kind == core::expr::IndexItem::Kind::At) {
+      out.what = IndexItem::What::At;
+      out.at = n.args.size();
+      n.args.push_back(NodeOf(Eval(item.at, frame), e.span));
+    } else if (item.kind == core::expr::IndexItem::Kind::Slice) {
+      out.what = IndexItem::What::Slice;
+      out.lo = DimOf(item.lo, frame.subst);
+      out.hi = item.hi ? DimOf(*item.hi, frame.subst) : Get(n.args[0]).shape.at(axis);
+      n.shape.push_back(Checked(core::Sub(out.hi, out.lo)));
+    } else {
+      n.shape.push_back(Get(n.args[0]).shape.at(axis));
+    }
+    n.index.push_back(std::move(out));
+    ++axis;
+  }
+  const std::vector<Dim>& base_shape = Get(n.args[0]).shape;
+  for (std::size_t i = axis; i < base_shape.size(); ++i) n.shape.push_back(base_shape[i]);
+  return Make(Add(std::move(n)));
+}
+
+GRef Builder::EvalLoop(const ce::Loop& loop, const core::Expr& e, GFrame& frame) {
+  // Unrolled: each iteration's body is evaluated with the counter a constant, so the
+  // graph is the straight-line program and fuses across iterations.
+  GRef state = Eval(loop.init, frame);
+  NodeId bound = NodeOf(Eval(loop.bound, frame), e.span);
+  std::optional<std::int64_t> count = ConstantInt(bound);
+  if (!count) RefuseArray(e.span, "`loop` whose trip count is not known at compile time (`main`'s loops are unrolled)");
+  if (*count > kMaxUnroll)
+    RefuseArray(e.span, "`loop` of " + std::to_string(*count) + " iterations (`main`'s loops are unrolled, " +
+                            "up to " + std::to_string(kMaxUnroll) + " iterations)");
+  std::shared_ptr<const GEnv> saved = frame.env;
+  std::size_t first = g_.nodes.size();
+  for (std::int64_t i = 0; i < *count; ++i) {
+    if (g_.nodes.size() - first > kMaxUnrolledNodes)
+      RefuseArray(e.span, "`loop` of " + std::to_string(*count) + " iterations, which unrolls to more than " +
+                              std::to_string(kMaxUnrolledNodes) + " operations (by iteration " + std::to_string(i) +
+                              ")");
+    frame.env = saved;
+    Bind(loop.state, state, frame);
+    NodeId counter = Constant(Dtype::I64, static_cast<std::uint64_t>(i), e.span);
+    frame.env = std::make_shared<const GEnv>(GEnv{loop.counter, Make(counter), nullptr, frame.env});
+    state = Eval(loop.body, frame);
+  }
+  frame.env = saved;
+  return state;
 }
 
 GRef Builder::Call(const GRef& callee, const GRef& arg, Span span) {
@@ -805,16 +833,36 @@ void Builder::Leaves(const GRef& value, std::vector<NodeId>& out, std::string& f
              value->node);
 }
 
+// The dtype of a built-in's result (a tensor).
+Dtype Builder::ResultDtype(const GFunction& fn) const {
+  TypeRef result_type = core::ResultAfter(vars_, fn.type, fn.arity);
+  const auto* t = std::get_if<TensorType>(&result_type->node);
+  if (!t) WEFT_INTERNAL_ERROR("graph: `" + fn.builtin + "` does not return a tensor");
+  return ElemOf(t->elem, fn.subst);
+}
+
+// The shape of `a @ b`: the batch axes broadcast, then m and n.
+std::vector<Dim> Builder::ProductShape(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  if (a.size() < 2 || b.size() < 2) WEFT_INTERNAL_ERROR("graph: a product of operands of rank < 2");
+  std::vector<Dim> x(a.begin(), a.end() - 2), y(b.begin(), b.end() - 2);
+  if (x.size() < y.size()) std::swap(x, y);
+  std::vector<Dim> shape = x;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    Dim& o = shape[x.size() - y.size() + i];
+    if (o == Dim::Constant(1)) o = y[i];
+  }
+  shape.push_back(a[a.size() - 2]);
+  shape.push_back(b.back());
+  return shape;
+}
+
+// The built-ins of the array tier, each a node (or, for `map`, `reduce` and `scan`, the nodes of
+// the function it applies); the host's are CallHostBuiltin's.
 GRef Builder::CallBuiltin(const GFunction& fn, Span span) {
   const std::string& name = fn.builtin;
-  TypeRef result_type = core::ResultAfter(vars_, fn.type, fn.arity);
-  auto result_dtype = [&]() {
-    const auto* t = std::get_if<TensorType>(&result_type->node);
-    if (!t) WEFT_INTERNAL_ERROR("graph: `" + name + "` does not return a tensor");
-    return ElemOf(t->elem, fn.subst);
-  };
+  auto result_dtype = [&]() { return ResultDtype(fn); };
   auto node = [&](std::size_t i) { return NodeOf(fn.args.at(i), span); };
-  auto shape_arg = [&](std::size_t i) { return std::get<GShape>(fn.args.at(i)->node).dims; };
+  auto shape_arg = [&](std::size_t i) { return ShapeArg(fn, i); };
   Node n;
   n.span = span;
   n.fn = name;
@@ -880,22 +928,7 @@ GRef Builder::CallBuiltin(const GFunction& fn, Span span) {
     n.kind = Kind::MatMul;
     n.args = {node(0), node(1)};
     n.dtype = result_dtype();
-    const std::vector<Dim>&a = Get(n.args[0]).shape, &b = Get(n.args[1]).shape;
-    if (a.size() < 2 || b.size() < 2) WEFT_INTERNAL_ERROR("graph: a product of operands of rank < 2");
-    // The batch axes broadcast; then m and n.
-    std::vector<Dim> batch;
-    {
-      std::vector<Dim> x(a.begin(), a.end() - 2), y(b.begin(), b.end() - 2);
-      if (x.size() < y.size()) std::swap(x, y);
-      batch = x;
-      for (std::size_t i = 0; i < y.size(); ++i) {
-        Dim& o = batch[x.size() - y.size() + i];
-        if (o == Dim::Constant(1)) o = y[i];
-      }
-    }
-    n.shape = batch;
-    n.shape.push_back(a[a.size() - 2]);
-    n.shape.push_back(b.back());
+    n.shape = ProductShape(Get(n.args[0]).shape, Get(n.args[1]).shape);
     return Make(Add(std::move(n)));
   }
   if (name == "transpose" || name == "expand" || name == "reshape" || name == "permute") {
@@ -958,15 +991,26 @@ GRef Builder::CallBuiltin(const GFunction& fn, Span span) {
     n.dtype = result_dtype();
     return Make(Add(std::move(n)));
   }
-  // ---- The host built-ins ----
+  return CallHostBuiltin(fn, span);
+}
+
+// The host built-ins: `random`, `load`, `save`, `print`, `arg` and `time`, each a node with an
+// effect (or, for `arg`, a string) in program order.
+GRef Builder::CallHostBuiltin(const GFunction& fn, Span span) {
+  const std::string& name = fn.builtin;
+  auto node = [&](std::size_t i) { return NodeOf(fn.args.at(i), span); };
+  Node n;
+  n.span = span;
+  n.fn = name;
   if (name == "random") {
     n.kind = Kind::Random;
-    n.shape = shape_arg(0);
+    n.shape = ShapeArg(fn, 0);
     n.args = {node(1)};
-    n.dtype = result_dtype();
+    n.dtype = ResultDtype(fn);
     return Make(Add(std::move(n)));
   }
   if (name == "load") {
+    TypeRef result_type = core::ResultAfter(vars_, fn.type, fn.arity);
     core::TypePrinter printer(vars_);
     std::string type_text = printer.Print(result_type);
     auto type = TensorOf(result_type, fn.subst);

@@ -122,6 +122,12 @@ struct Evaluator {
   EvalResult<ValueRef> EvaluateDef(std::size_t index);
   EvalResult<ValueRef> Eval(core::ExprId id, Frame& frame);
   EvalResult<ValueRef> EvalNode(const core::Expr& e, Frame& frame);
+  // EvalNode's longer cases: a definition named, an application, a tensor literal, indexing, `loop`.
+  EvalResult<ValueRef> EvalGlobal(const core::expr::Global& global, const core::Expr& e, Frame& frame);
+  EvalResult<ValueRef> EvalApply(const core::expr::Apply& apply, const core::Expr& e, Frame& frame);
+  EvalResult<ValueRef> EvalTensorLit(const core::expr::TensorLit& list, const core::Expr& e, Frame& frame);
+  EvalResult<ValueRef> EvalIndex(const core::expr::Index& index, const core::Expr& e, Frame& frame);
+  EvalResult<ValueRef> EvalLoop(const core::expr::Loop& loop, const core::Expr& e, Frame& frame);
   EvalResult<ValueRef> Literal(const core::Expr& e, const Frame& frame, std::uint64_t bits);
   EvalResult<ValueRef> Bind(core::PatternId pattern, const ValueRef& value, Frame& frame);
   EvalResult<ValueRef> Call(const ValueRef& callee, const ValueRef& arg, Span span);

@@ -12,6 +12,8 @@
 
 namespace weft::interp {
 
+namespace ce = core::expr;
+
 // ---- Substitutions: what the type variables of the code being evaluated stand for ----
 
 Dtype Frame::ElemOf(const Elem& elem) const {
@@ -298,236 +300,243 @@ EvalResult<ValueRef> Evaluator::Literal(const core::Expr& e, const Frame& frame,
 }
 
 EvalResult<ValueRef> Evaluator::EvalNode(const core::Expr& e, Frame& frame) {
-  namespace ce = core::expr;
-  return std::visit(Overloaded{
-                        [&](const ce::IntLit& lit) -> EvalResult<ValueRef> {
-                          TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
-                          Dtype d = frame.ElemOf(type.elem);
-                          HostTensor t = HostTensor::Zeros(d, {});
-                          if (runtime::IsFloatDtype(d)) {
-                            runtime::StoreBits(t, 0, runtime::EncodeFloatFromU64(d, lit.value));
-                          } else {
-                            runtime::StoreUint64(t, 0, lit.value);
-                          }
-                          return MakeValue(std::move(t));
-                        },
-                        [&](const ce::FloatLit& lit) -> EvalResult<ValueRef> {
-                          TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
-                          Dtype d = frame.ElemOf(type.elem);
-                          std::optional<std::uint64_t> bits = runtime::EncodeFloatLiteral(d, lit.text);
-                          return Literal(e, frame, bits ? *bits : runtime::EncodeFloat(d, lit.value));
-                        },
-                        [&](const ce::BoolLit& lit) -> EvalResult<ValueRef> {
-                          HostTensor t = HostTensor::Zeros(Dtype::Bool, {});
-                          t.bytes[0] = lit.value ? 1 : 0;
-                          return MakeValue(std::move(t));
-                        },
-                        [&](const ce::StringLit& lit) -> EvalResult<ValueRef> { return MakeValue(lit.value); },
-                        [&](const ce::Local& local) -> EvalResult<ValueRef> {
-                          for (const Env* env = frame.env.get(); env; env = env->next.get()) {
-                            if (env->name != local.name) continue;
-                            if (!env->generic) return env->value;
-                            // A generalized `let` of a function: this use instantiates it.
-                            const auto* fn = std::get_if<Function>(&env->value->node);
-                            if (!fn) return env->value;
-                            Function copy = *fn;
-                            MatchTypes(vars, env->generic, e.type, frame, copy.subst);
-                            return MakeValue(std::move(copy));
-                          }
-                          return RuntimeError{e.span, "internal: `" + local.name + "` is not bound"};
-                        },
-                        [&](const ce::Global& global) -> EvalResult<ValueRef> {
-                          std::optional<std::size_t> index = FindDef(global.name, frame.def_index);
-                          if (!index) return RuntimeError{e.span, "internal: no definition `" + global.name + "`"};
-                          const core::Def& def = module.defs()[*index];
-                          if (def.params.empty()) return EvaluateDef(*index);
-                          if (!def.body) return RuntimeError{e.span, "`" + global.name + "` has no body to run here"};
-                          Function fn;
-                          fn.kind = Function::Kind::Def;
-                          fn.def_index = *index;
-                          fn.arity = Arity(def);
-                          if (fn.arity == 0) {  // a kernel without inputs: the call is its use
-                            MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
-                            return RunKernel(fn, e.span);
-                          }
-                          fn.span = e.span;
-                          MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
-                          return MakeValue(std::move(fn));
-                        },
-                        [&](const ce::Builtin& builtin) -> EvalResult<ValueRef> {
-                          std::optional<std::size_t> arity = BuiltinArity(builtin.name);
-                          if (!arity)
-                            return RuntimeError{e.span, "the built-in `" + builtin.name + "` cannot run here"};
-                          Function fn;
-                          fn.kind = Function::Kind::Builtin;
-                          fn.builtin = builtin.name;
-                          fn.arity = *arity;
-                          fn.type = e.type;
-                          fn.subst = frame.subst;
-                          fn.span = e.span;
-                          if (*arity == 0) return CallBuiltin(fn, e.span);
-                          return MakeValue(std::move(fn));
-                        },
-                        [&](const ce::SizeValue& size) -> EvalResult<ValueRef> {
-                          EvalResult<std::int64_t> v = frame.DimOf(size.dim, e.span);
-                          if (!v) return v.error();
-                          return MakeValue(ScalarFromInt(Dtype::I64, *v));
-                        },
-                        [&](const ce::ShapeArg& shape) -> EvalResult<ValueRef> {
-                          HostTensor t = HostTensor::Zeros(Dtype::I64, {static_cast<std::int64_t>(shape.dims.size())});
-                          for (std::size_t i = 0; i < shape.dims.size(); ++i) {
-                            EvalResult<std::int64_t> v = frame.DimOf(shape.dims[i], e.span);
-                            if (!v) return v.error();
-                            if (*v < 0)
-                              return RuntimeError{e.span, "the dimension " + std::to_string(*v) + " is negative"};
-                            runtime::StoreInt64(t, static_cast<std::int64_t>(i), *v);
-                          }
-                          return MakeValue(std::move(t));
-                        },
-                        [&](const ce::Apply& apply) -> EvalResult<ValueRef> {
-                          const core::Expr& callee = module.Get(apply.callee);
-                          EvalResult<ValueRef> f = EvalNode(callee, frame);
-                          if (!f) return f;
-                          std::vector<ValueRef> args;
-                          for (core::ExprId a : apply.args) {
-                            EvalResult<ValueRef> v = Eval(a, frame);
-                            if (!v) return v;
-                            args.push_back(*v);
-                          }
-                          if (!callee.checks.empty() || !e.checks.empty()) {
-                            // The arguments' sizes, for the checks.
-                            for (std::size_t i = 0; i < args.size(); ++i)
-                              MatchValue(vars, module.Get(apply.args[i]).type, *args[i], frame);
-                            for (const std::vector<RuntimeCheck>* checks : {&callee.checks, &e.checks}) {
-                              for (const RuntimeCheck& c : *checks) {
-                                if (auto error = Check(c, frame, true)) return *error;
-                              }
-                            }
-                          }
-                          ValueRef fn = *f;
-                          for (const ValueRef& arg : args) {
-                            EvalResult<ValueRef> next = Call(fn, arg, e.span);
-                            if (!next) return next;
-                            fn = *next;
-                          }
-                          return fn;
-                        },
-                        [&](const ce::Lambda& lambda) -> EvalResult<ValueRef> {
-                          Function fn;
-                          fn.kind = Function::Kind::Lambda;
-                          fn.lambda = &lambda;
-                          fn.env = frame.env;
-                          fn.subst = frame.subst;
-                          fn.def_index = frame.def_index;
-                          fn.arity = lambda.params.size();
-                          fn.span = e.span;
-                          return MakeValue(std::move(fn));
-                        },
-                        [&](const ce::Let& let) -> EvalResult<ValueRef> {
-                          EvalResult<ValueRef> value = Eval(let.value, frame);
-                          if (!value) return value;
-                          std::shared_ptr<const Env> saved = frame.env;
-                          EvalResult<ValueRef> bound = Bind(let.pattern, *value, frame);
-                          if (!bound) return bound;
-                          EvalResult<ValueRef> body = Eval(let.body, frame);
-                          frame.env = saved;
-                          return body;
-                        },
-                        [&](const ce::If& branch) -> EvalResult<ValueRef> {
-                          EvalResult<ValueRef> c = Eval(branch.condition, frame);
-                          if (!c) return c;
-                          bool taken = runtime::LoadBits(std::get<HostTensor>((*c)->node), 0) != 0;
-                          return Eval(taken ? branch.then_branch : branch.else_branch, frame);
-                        },
-                        [&](const ce::Tuple& tuple) -> EvalResult<ValueRef> {
-                          Tuple values;
-                          for (core::ExprId x : tuple.elements) {
-                            EvalResult<ValueRef> v = Eval(x, frame);
-                            if (!v) return v;
-                            values.push_back(*v);
-                          }
-                          return MakeValue(std::move(values));
-                        },
-                        [&](const ce::TensorLit& list) -> EvalResult<ValueRef> {
-                          std::vector<HostTensor> elements;
-                          for (core::ExprId x : list.elements) {
-                            EvalResult<ValueRef> v = Eval(x, frame);
-                            if (!v) return v;
-                            elements.push_back(std::get<HostTensor>((*v)->node));
-                          }
-                          TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
-                          Dtype d = frame.ElemOf(type.elem);
-                          std::vector<std::int64_t> element_shape;
-                          if (!elements.empty()) {
-                            element_shape = elements.front().shape;
-                          } else {
-                            EvalResult<std::vector<std::int64_t>> shape = frame.ShapeOf(type.shape, e.span);
-                            if (!shape) return shape.error();
-                            element_shape.assign(shape->begin() + 1, shape->end());
-                          }
-                          return Lift(Stack(d, element_shape, elements), e.span);
-                        },
-                        [&](const ce::Index& index) -> EvalResult<ValueRef> {
-                          EvalResult<ValueRef> base = Eval(index.base, frame);
-                          if (!base) return base;
-                          const HostTensor& x = std::get<HostTensor>((*base)->node);
-                          std::vector<IndexItem> items;
-                          for (std::size_t i = 0; i < index.items.size(); ++i) {
-                            const ce::IndexItem& item = index.items[i];
-                            switch (item.kind) {
-                              case ce::IndexItem::Kind::At: {
-                                EvalResult<ValueRef> at = Eval(item.at, frame);
-                                if (!at) return at;
-                                items.emplace_back(runtime::LoadInt64(std::get<HostTensor>((*at)->node), 0));
-                                break;
-                              }
-                              case ce::IndexItem::Kind::All:
-                                items.emplace_back(All{});
-                                break;
-                              case ce::IndexItem::Kind::Slice: {
-                                EvalResult<std::int64_t> lo = frame.DimOf(item.lo, e.span);
-                                if (!lo) return lo.error();
-                                std::int64_t hi = i < x.shape.size() ? x.shape[i] : 0;
-                                if (item.hi) {
-                                  EvalResult<std::int64_t> h = frame.DimOf(*item.hi, e.span);
-                                  if (!h) return h.error();
-                                  hi = *h;
-                                }
-                                items.emplace_back(Slice{*lo, hi});
-                                break;
-                              }
-                            }
-                          }
-                          return Lift(interp::Index(x, items), e.span);
-                        },
-                        [&](const ce::Loop& loop) -> EvalResult<ValueRef> {
-                          EvalResult<ValueRef> state = Eval(loop.init, frame);
-                          if (!state) return state;
-                          EvalResult<ValueRef> bound = Eval(loop.bound, frame);
-                          if (!bound) return bound;
-                          std::int64_t n = runtime::LoadInt64(std::get<HostTensor>((*bound)->node), 0);
-                          std::shared_ptr<const Env> saved = frame.env;
-                          ValueRef current = *state;
-                          for (std::int64_t i = 0; i < n; ++i) {
-                            frame.env = saved;
-                            EvalResult<ValueRef> b = Bind(loop.state, current, frame);
-                            if (!b) return b;
-                            frame.env = std::make_shared<const Env>(
-                                Env{loop.counter, MakeValue(ScalarFromInt(Dtype::I64, i)), nullptr, frame.env});
-                            EvalResult<ValueRef> next = Eval(loop.body, frame);
-                            if (!next) return next;
-                            current = *next;
-                          }
-                          frame.env = saved;
-                          return current;
-                        },
-                        [&](const ce::Cast& cast) -> EvalResult<ValueRef> {
-                          EvalResult<ValueRef> x = Eval(cast.operand, frame);
-                          if (!x) return x;
-                          return Lift(interp::Cast(cast.dtype, std::get<HostTensor>((*x)->node)), e.span);
-                        },
-                    },
-                    e.node);
+  return std::visit(
+      Overloaded{
+          [&](const ce::IntLit& lit) -> EvalResult<ValueRef> {
+            TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
+            Dtype d = frame.ElemOf(type.elem);
+            HostTensor t = HostTensor::Zeros(d, {});
+            if (runtime::IsFloatDtype(d)) {
+              runtime::StoreBits(t, 0, runtime::EncodeFloatFromU64(d, lit.value));
+            } else {
+              runtime::StoreUint64(t, 0, lit.value);
+            }
+            return MakeValue(std::move(t));
+          },
+          [&](const ce::FloatLit& lit) -> EvalResult<ValueRef> {
+            TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
+            Dtype d = frame.ElemOf(type.elem);
+            std::optional<std::uint64_t> bits = runtime::EncodeFloatLiteral(d, lit.text);
+            return Literal(e, frame, bits ? *bits : runtime::EncodeFloat(d, lit.value));
+          },
+          [&](const ce::BoolLit& lit) -> EvalResult<ValueRef> {
+            HostTensor t = HostTensor::Zeros(Dtype::Bool, {});
+            t.bytes[0] = lit.value ? 1 : 0;
+            return MakeValue(std::move(t));
+          },
+          [&](const ce::StringLit& lit) -> EvalResult<ValueRef> { return MakeValue(lit.value); },
+          [&](const ce::Local& local) -> EvalResult<ValueRef> {
+            for (const Env* env = frame.env.get(); env; env = env->next.get()) {
+              if (env->name != local.name) continue;
+              if (!env->generic) return env->value;
+              // A generalized `let` of a function: this use instantiates it.
+              const auto* fn = std::get_if<Function>(&env->value->node);
+              if (!fn) return env->value;
+              Function copy = *fn;
+              MatchTypes(vars, env->generic, e.type, frame, copy.subst);
+              return MakeValue(std::move(copy));
+            }
+            return RuntimeError{e.span, "internal: `" + local.name + "` is not bound"};
+          },
+          [&](const ce::Global& global) -> EvalResult<ValueRef> { return EvalGlobal(global, e, frame); },
+          [&](const ce::Builtin& builtin) -> EvalResult<ValueRef> {
+            std::optional<std::size_t> arity = BuiltinArity(builtin.name);
+            if (!arity) return RuntimeError{e.span, "the built-in `" + builtin.name + "` cannot run here"};
+            Function fn;
+            fn.kind = Function::Kind::Builtin;
+            fn.builtin = builtin.name;
+            fn.arity = *arity;
+            fn.type = e.type;
+            fn.subst = frame.subst;
+            fn.span = e.span;
+            if (*arity == 0) return CallBuiltin(fn, e.span);
+            return MakeValue(std::move(fn));
+          },
+          [&](const ce::SizeValue& size) -> EvalResult<ValueRef> {
+            EvalResult<std::int64_t> v = frame.DimOf(size.dim, e.span);
+            if (!v) return v.error();
+            return MakeValue(ScalarFromInt(Dtype::I64, *v));
+          },
+          [&](const ce::ShapeArg& shape) -> EvalResult<ValueRef> {
+            HostTensor t = HostTensor::Zeros(Dtype::I64, {static_cast<std::int64_t>(shape.dims.size())});
+            for (std::size_t i = 0; i < shape.dims.size(); ++i) {
+              EvalResult<std::int64_t> v = frame.DimOf(shape.dims[i], e.span);
+              if (!v) return v.error();
+              if (*v < 0) return RuntimeError{e.span, "the dimension " + std::to_string(*v) + " is negative"};
+              runtime::StoreInt64(t, static_cast<std::int64_t>(i), *v);
+            }
+            return MakeValue(std::move(t));
+          },
+          [&](const ce::Apply& apply) -> EvalResult<ValueRef> { return EvalApply(apply, e, frame); },
+          [&](const ce::Lambda& lambda) -> EvalResult<ValueRef> {
+            Function fn;
+            fn.kind = Function::Kind::Lambda;
+            fn.lambda = &lambda;
+            fn.env = frame.env;
+            fn.subst = frame.subst;
+            fn.def_index = frame.def_index;
+            fn.arity = lambda.params.size();
+            fn.span = e.span;
+            return MakeValue(std::move(fn));
+          },
+          [&](const ce::Let& let) -> EvalResult<ValueRef> {
+            EvalResult<ValueRef> value = Eval(let.value, frame);
+            if (!value) return value;
+            std::shared_ptr<const Env> saved = frame.env;
+            EvalResult<ValueRef> bound = Bind(let.pattern, *value, frame);
+            if (!bound) return bound;
+            EvalResult<ValueRef> body = Eval(let.body, frame);
+            frame.env = saved;
+            return body;
+          },
+          [&](const ce::If& branch) -> EvalResult<ValueRef> {
+            EvalResult<ValueRef> c = Eval(branch.condition, frame);
+            if (!c) return c;
+            bool taken = runtime::LoadBits(std::get<HostTensor>((*c)->node), 0) != 0;
+            return Eval(taken ? branch.then_branch : branch.else_branch, frame);
+          },
+          [&](const ce::Tuple& tuple) -> EvalResult<ValueRef> {
+            Tuple values;
+            for (core::ExprId x : tuple.elements) {
+              EvalResult<ValueRef> v = Eval(x, frame);
+              if (!v) return v;
+              values.push_back(*v);
+            }
+            return MakeValue(std::move(values));
+          },
+          [&](const ce::TensorLit& list) -> EvalResult<ValueRef> { return EvalTensorLit(list, e, frame); },
+          [&](const ce::Index& index) -> EvalResult<ValueRef> { return EvalIndex(index, e, frame); },
+          [&](const ce::Loop& loop) -> EvalResult<ValueRef> { return EvalLoop(loop, e, frame); },
+          [&](const ce::Cast& cast) -> EvalResult<ValueRef> {
+            EvalResult<ValueRef> x = Eval(cast.operand, frame);
+            if (!x) return x;
+            return Lift(interp::Cast(cast.dtype, std::get<HostTensor>((*x)->node)), e.span);
+          },
+      },
+      e.node);
+}
+
+EvalResult<ValueRef> Evaluator::EvalGlobal(const ce::Global& global, const core::Expr& e, Frame& frame) {
+  std::optional<std::size_t> index = FindDef(global.name, frame.def_index);
+  if (!index) return RuntimeError{e.span, "internal: no definition `" + global.name + "`"};
+  const core::Def& def = module.defs()[*index];
+  if (def.params.empty()) return EvaluateDef(*index);
+  if (!def.body) return RuntimeError{e.span, "`" + global.name + "` has no body to run here"};
+  Function fn;
+  fn.kind = Function::Kind::Def;
+  fn.def_index = *index;
+  fn.arity = Arity(def);
+  if (fn.arity == 0) {  // a kernel without inputs: the call is its use
+    MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
+    return RunKernel(fn, e.span);
+  }
+  fn.span = e.span;
+  MatchTypes(vars, def.scheme.type, e.type, frame, fn.subst);
+  return MakeValue(std::move(fn));
+}
+
+EvalResult<ValueRef> Evaluator::EvalApply(const ce::Apply& apply, const core::Expr& e, Frame& frame) {
+  const core::Expr& callee = module.Get(apply.callee);
+  EvalResult<ValueRef> f = EvalNode(callee, frame);
+  if (!f) return f;
+  std::vector<ValueRef> args;
+  for (core::ExprId a : apply.args) {
+    EvalResult<ValueRef> v = Eval(a, frame);
+    if (!v) return v;
+    args.push_back(*v);
+  }
+  if (!callee.checks.empty() || !e.checks.empty()) {
+    // The arguments' sizes, for the checks.
+    for (std::size_t i = 0; i < args.size(); ++i) MatchValue(vars, module.Get(apply.args[i]).type, *args[i], frame);
+    for (const std::vector<RuntimeCheck>* checks : {&callee.checks, &e.checks}) {
+      for (const RuntimeCheck& c : *checks) {
+        if (auto error = Check(c, frame, true)) return *error;
+      }
+    }
+  }
+  ValueRef fn = *f;
+  for (const ValueRef& arg : args) {
+    EvalResult<ValueRef> next = Call(fn, arg, e.span);
+    if (!next) return next;
+    fn = *next;
+  }
+  return fn;
+}
+
+EvalResult<ValueRef> Evaluator::EvalTensorLit(const ce::TensorLit& list, const core::Expr& e, Frame& frame) {
+  std::vector<HostTensor> elements;
+  for (core::ExprId x : list.elements) {
+    EvalResult<ValueRef> v = Eval(x, frame);
+    if (!v) return v;
+    elements.push_back(std::get<HostTensor>((*v)->node));
+  }
+  TensorType type = std::get<TensorType>(vars.Resolve(e.type)->node);
+  Dtype d = frame.ElemOf(type.elem);
+  std::vector<std::int64_t> element_shape;
+  if (!elements.empty()) {
+    element_shape = elements.front().shape;
+  } else {
+    EvalResult<std::vector<std::int64_t>> shape = frame.ShapeOf(type.shape, e.span);
+    if (!shape) return shape.error();
+    element_shape.assign(shape->begin() + 1, shape->end());
+  }
+  return Lift(Stack(d, element_shape, elements), e.span);
+}
+
+EvalResult<ValueRef> Evaluator::EvalIndex(const ce::Index& index, const core::Expr& e, Frame& frame) {
+  EvalResult<ValueRef> base = Eval(index.base, frame);
+  if (!base) return base;
+  const HostTensor& x = std::get<HostTensor>((*base)->node);
+  std::vector<IndexItem> items;
+  for (std::size_t i = 0; i < index.items.size(); ++i) {
+    const ce::IndexItem& item = index.items[i];
+    switch (item.kind) {
+      case ce::IndexItem::Kind::At: {
+        EvalResult<ValueRef> at = Eval(item.at, frame);
+        if (!at) return at;
+        items.emplace_back(runtime::LoadInt64(std::get<HostTensor>((*at)->node), 0));
+        break;
+      }
+      case ce::IndexItem::Kind::All:
+        items.emplace_back(All{});
+        break;
+      case ce::IndexItem::Kind::Slice: {
+        EvalResult<std::int64_t> lo = frame.DimOf(item.lo, e.span);
+        if (!lo) return lo.error();
+        std::int64_t hi = i < x.shape.size() ? x.shape[i] : 0;
+        if (item.hi) {
+          EvalResult<std::int64_t> h = frame.DimOf(*item.hi, e.span);
+          if (!h) return h.error();
+          hi = *h;
+        }
+        items.emplace_back(Slice{*lo, hi});
+        break;
+      }
+    }
+  }
+  return Lift(interp::Index(x, items), e.span);
+}
+
+EvalResult<ValueRef> Evaluator::EvalLoop(const ce::Loop& loop, const core::Expr& e, Frame& frame) {
+  EvalResult<ValueRef> state = Eval(loop.init, frame);
+  if (!state) return state;
+  EvalResult<ValueRef> bound = Eval(loop.bound, frame);
+  if (!bound) return bound;
+  std::int64_t n = runtime::LoadInt64(std::get<HostTensor>((*bound)->node), 0);
+  std::shared_ptr<const Env> saved = frame.env;
+  ValueRef current = *state;
+  for (std::int64_t i = 0; i < n; ++i) {
+    frame.env = saved;
+    EvalResult<ValueRef> b = Bind(loop.state, current, frame);
+    if (!b) return b;
+    frame.env =
+        std::make_shared<const Env>(Env{loop.counter, MakeValue(ScalarFromInt(Dtype::I64, i)), nullptr, frame.env});
+    EvalResult<ValueRef> next = Eval(loop.body, frame);
+    if (!next) return next;
+    current = *next;
+  }
+  frame.env = saved;
+  return current;
 }
 
 EvalResult<ValueRef> Evaluator::Call(const ValueRef& callee, const ValueRef& arg, Span span) {
