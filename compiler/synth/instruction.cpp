@@ -124,6 +124,60 @@ std::string_view Operands(InstructionKind kind) {
   return RowOf(kind).operands;
 }
 
+bool IsCpAsync(InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+      return true;
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kTma2d:
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kMmaSync:
+    case InstructionKind::kWgmma:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      return false;
+  }
+  return false;
+}
+
+bool IsTma(InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kTma2d:
+      return true;
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kMmaSync:
+    case InstructionKind::kWgmma:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      return false;
+  }
+  return false;
+}
+
 std::string Spelling(const Instruction& instruction) {
   return Fill(SpellingPattern(instruction.kind), instruction);
 }

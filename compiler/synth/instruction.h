@@ -87,9 +87,8 @@ std::string Ptx(const Instruction& instruction);
 // The instruction a spelling names, or nothing: Spelling's inverse.
 std::optional<Instruction> ParseInstruction(std::string_view spelling);
 
-// Families more than one kind make up.
-constexpr bool IsCpAsync(InstructionKind kind) {
-  return kind == InstructionKind::kCpAsyncCa || kind == InstructionKind::kCpAsyncCg;
-}
+// Families, for readers that ask by family (exhaustive switches: a new kind must say which it is in).
+bool IsCpAsync(InstructionKind kind);  // cp.async .ca or .cg
+bool IsTma(InstructionKind kind);      // a TMA copy (tma.2d)
 
 }  // namespace weft::synth
