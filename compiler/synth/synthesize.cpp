@@ -165,6 +165,13 @@ struct SharedPin {
   SwizzledLayout layout;
 };
 
+// A candidate layout of a shared tile, with its TMA swizzle mode and box width on sm_90a.
+struct SharedCandidate {
+  SwizzledLayout layout;
+  layout::SwizzleMode mode = layout::SwizzleMode::kNone;
+  std::int64_t box_cols = 0;
+};
+
 // One combination of warp tilings, evaluated.
 struct Attempt {
   std::vector<std::optional<TvLayout>> regs;  // per value
@@ -195,7 +202,11 @@ class Synthesizer {
   void BuildEdges();
   void EvaluatePins();
   std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
+  std::optional<Attempt> UnifyLayouts(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
+  void ChooseInstructions(Attempt& attempt, const std::vector<int>& combo);
   bool ChooseShared(Attempt& attempt, ValueId s);
+  std::vector<SharedCandidate> SharedCandidates(ValueId s, bool tma, bool wgmma_a, bool wgmma_b) const;
+  void RecordTmaWrite(OpChoice& write, OpId writer, const SharedCandidate& c, Extent e, int eb) const;
   void Finish(Attempt& attempt, Plan& plan);
   // Whether a pipeline's body reads a product it computes in an op other than another product
   // (attention's scores go to the softmax; a gemm's accumulator only to the next product).
@@ -432,8 +443,10 @@ void Synthesizer::EvaluatePins() {
   }
 }
 
-// Steps 2 and 3 for one combination of tilings: layouts by unification, then instructions.
-std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict) {
+// Step 2 for one combination of tilings: every register tile's layout, by unification from the
+// anchors (pins, then each mma's tiled atom) along the union and slice edges; nothing when two
+// layouts meet that differ (`conflict` says where).
+std::optional<Attempt> Synthesizer::UnifyLayouts(const std::vector<int>& combo, std::optional<Diagnostic>& conflict) {
   std::size_t nv = kernel_.values.size();
   Attempt at;
   at.regs.assign(nv, std::nullopt);
@@ -584,8 +597,12 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
       at.values[i].registers = static_cast<int>((tv.values() * ElementBytes(kernel_.values[i].dtype) + 3) / 4);
     }
   }
+  return at;
+}
 
-  // Step 3: instructions.
+// Step 3: each op's instruction and its count per thread, from the layouts of its operands
+// (shared tiles' copies are ChooseShared's).
+void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo) {
   std::int64_t warps = kernel_.threads / 32;
   for (OpId id : order_) {
     const tile::Op& op = kernel_.Get(id);
@@ -719,53 +736,29 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
         op.node);
     at.instructions += oc.instructions_per_thread * warps;
   }
+}
+
+// Steps 2 and 3 for one combination of tilings: layouts by unification, then instructions.
+std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict) {
+  std::optional<Attempt> at = UnifyLayouts(combo, conflict);
+  if (!at) return std::nullopt;
+  ChooseInstructions(*at, combo);
   // Shared tiles: each one's layout and copy, searched over its candidates.
   for (OpId id : order_)
     for (ValueId r : kernel_.Get(id).results)
-      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r) && !ChooseShared(at, r))
+      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r) && !ChooseShared(*at, r))
         return std::nullopt;
   return at;
 }
 
-// The shared layout of one tile: every candidate (swizzles on sm_80, TMA swizzle modes on sm_90a)
-// costed by the exact wavefronts of its cp.async writes and its readers' ldmatrix/ld.shared reads.
-bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
+// A shared tile's candidate layouts: its pin; else on sm_80 row-major with each swizzle that fits
+// its 16-byte vectors; on sm_90a, boxes of each TMA swizzle mode that the tile's shape, its wgmma
+// readers' descriptors (`wgmma_a`: read as A, `wgmma_b`: as B) and the TMA box rules allow.
+std::vector<SharedCandidate> Synthesizer::SharedCandidates(ValueId s, bool tma, bool wgmma_a, bool wgmma_b) const {
   const tile::Value& sv = V(s);
   Extent e = ExtentOf(sv);
   int eb = ElementBytes(sv.dtype);
-  OpId writer = sv.def;
-  std::int64_t warps = kernel_.threads / 32;
-  OpChoice* write = writer.valid() ? &at.ops[writer.index] : nullptr;
-  std::vector<OpId> readers;
-  std::vector<ValueId> views;  // transposed views of s: their `regs` read s (copies in s's coordinates)
-  for (OpId use : uses_[s.index]) {
-    if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) readers.push_back(use);
-    if (std::holds_alternative<tile::op::Transpose>(kernel_.Get(use).node)) {
-      views.push_back(kernel_.Get(use).results[0]);
-      for (OpId u : uses_[views.back().index])
-        if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(u).node)) readers.push_back(u);
-    }
-  }
-  bool wgmma_a = false, wgmma_b = false;  // read as wgmma's A (K-major) or B (MN-major, or K-major
-                                          // through a transposed view)
-  for (OpId r : readers) {
-    ValueId rv = kernel_.Get(r).results[0];
-    bool through_view = std::get<tile::op::ToRegs>(kernel_.Get(r).node).src != s;
-    for (OpId use : uses_[rv.index]) {
-      if (const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node); m && target_ == Target::Sm90a) {
-        if (m->a == rv) (through_view ? wgmma_b : wgmma_a) = true;
-        if (m->b == rv) (through_view ? wgmma_a : wgmma_b) = true;
-      }
-    }
-  }
-  bool tma = target_ == Target::Sm90a && write != nullptr;
-
-  struct Candidate {
-    SwizzledLayout layout;
-    layout::SwizzleMode mode = layout::SwizzleMode::kNone;
-    std::int64_t box_cols = 0;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<SharedCandidate> candidates;
   Layout row_major(IntTuple::Tuple({e.rows, e.cols}), IntTuple::Tuple({e.cols, std::int64_t{1}}));
   if (shared_pins_[s.index]) {
     candidates.push_back({shared_pins_[s.index]->layout});
@@ -807,6 +800,69 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
       candidates.push_back({tile, mode, wb});
     }
   }
+  return candidates;
+}
+
+// The TMA copy that writes a shared tile on sm_90a: `c`'s boxes over the tensor the tile is a view of.
+void Synthesizer::RecordTmaWrite(OpChoice& write, OpId writer, const SharedCandidate& c, Extent e, int eb) const {
+  layout::TmaBox box;
+  const tile::Value& view = V(std::get<tile::op::ToShared>(kernel_.Get(writer).node).src);
+  ValueId tensor = view.def.valid() ? std::get<tile::op::View>(kernel_.Get(view.def).node).tensor : ValueId();
+  const tile::Value& tv = tensor.valid() ? V(tensor) : view;
+  // A 2-D map over the tensor with its leading axes flattened into rows (row-major tensors):
+  // innermost first; symbolic extents and strides stay 0 (the runtime fills them in).
+  std::int64_t inner = tv.shape.empty() ? 0 : Const(tv.shape.back());
+  std::int64_t outer = 1;
+  for (std::size_t i = 0; i + 1 < tv.shape.size(); ++i) {
+    std::int64_t d = Const(tv.shape[i]);
+    outer = (d > 0 && outer > 0) ? outer * d : 0;
+  }
+  box.global_dims = {std::max<std::int64_t>(inner, 0), outer};
+  box.global_strides_bytes = {inner > 0 ? inner * eb : 0};
+  box.box_dims = {c.box_cols, e.rows};
+  box.element_bytes = eb;
+  box.swizzle = c.mode;
+  write.tma = box;
+  write.tma_boxes = static_cast<int>(e.cols / c.box_cols);
+  write.typed_instruction = Instruction::Of(InstructionKind::kTma2d);
+  write.instructions_per_thread = write.tma_boxes;  // issued by one thread
+  write.note = std::to_string(write.tma_boxes) + " box" + (write.tma_boxes > 1 ? "es" : "") + " of " +
+               std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
+}
+
+// The shared layout of one tile: every candidate (swizzles on sm_80, TMA swizzle modes on sm_90a)
+// costed by the exact wavefronts of its cp.async writes and its readers' ldmatrix/ld.shared reads.
+bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
+  const tile::Value& sv = V(s);
+  Extent e = ExtentOf(sv);
+  int eb = ElementBytes(sv.dtype);
+  OpId writer = sv.def;
+  std::int64_t warps = kernel_.threads / 32;
+  OpChoice* write = writer.valid() ? &at.ops[writer.index] : nullptr;
+  std::vector<OpId> readers;
+  std::vector<ValueId> views;  // transposed views of s: their `regs` read s (copies in s's coordinates)
+  for (OpId use : uses_[s.index]) {
+    if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) readers.push_back(use);
+    if (std::holds_alternative<tile::op::Transpose>(kernel_.Get(use).node)) {
+      views.push_back(kernel_.Get(use).results[0]);
+      for (OpId u : uses_[views.back().index])
+        if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(u).node)) readers.push_back(u);
+    }
+  }
+  bool wgmma_a = false, wgmma_b = false;  // read as wgmma's A (K-major) or B (MN-major, or K-major
+                                          // through a transposed view)
+  for (OpId r : readers) {
+    ValueId rv = kernel_.Get(r).results[0];
+    bool through_view = std::get<tile::op::ToRegs>(kernel_.Get(r).node).src != s;
+    for (OpId use : uses_[rv.index]) {
+      if (const auto* m = std::get_if<tile::op::Mma>(&kernel_.Get(use).node); m && target_ == Target::Sm90a) {
+        if (m->a == rv) (through_view ? wgmma_b : wgmma_a) = true;
+        if (m->b == rv) (through_view ? wgmma_a : wgmma_b) = true;
+      }
+    }
+  }
+  bool tma = target_ == Target::Sm90a && write != nullptr;
+  std::vector<SharedCandidate> candidates = SharedCandidates(s, tma, wgmma_a, wgmma_b);
   if (candidates.empty()) {
     Error(DiagnosticKind::SynthCopy, writer.valid() ? kernel_.Get(writer).span : sv.span,
           "`" + ShapeText(sv) + "` fits no " + std::string(tma ? "TMA box" : "shared layout"),
@@ -845,7 +901,7 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
   std::optional<Scored> best;
   std::size_t best_index = 0;
   for (std::size_t ci = 0; ci < candidates.size(); ++ci) {
-    const Candidate& c = candidates[ci];
+    const SharedCandidate& c = candidates[ci];
     ++at.candidates;
     Scored sc;
     bool ok = true;
@@ -881,7 +937,7 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
           "pin a layout that keeps rows of 16 bytes");
     return false;
   }
-  const Candidate& c = candidates[best_index];
+  const SharedCandidate& c = candidates[best_index];
   ValueChoice& vc = at.values[s.index];
   vc.shared = c.layout;
   vc.swizzle_mode = c.mode;
@@ -901,29 +957,7 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
   if (write != nullptr) {
     write->bytes = e.rows * e.cols * eb;
     if (tma) {
-      layout::TmaBox box;
-      const tile::Value& view = V(std::get<tile::op::ToShared>(kernel_.Get(writer).node).src);
-      ValueId tensor = view.def.valid() ? std::get<tile::op::View>(kernel_.Get(view.def).node).tensor : ValueId();
-      const tile::Value& tv = tensor.valid() ? V(tensor) : view;
-      // A 2-D map over the tensor with its leading axes flattened into rows (row-major tensors):
-      // innermost first; symbolic extents and strides stay 0 (the runtime fills them in).
-      std::int64_t inner = tv.shape.empty() ? 0 : Const(tv.shape.back());
-      std::int64_t outer = 1;
-      for (std::size_t i = 0; i + 1 < tv.shape.size(); ++i) {
-        std::int64_t d = Const(tv.shape[i]);
-        outer = (d > 0 && outer > 0) ? outer * d : 0;
-      }
-      box.global_dims = {std::max<std::int64_t>(inner, 0), outer};
-      box.global_strides_bytes = {inner > 0 ? inner * eb : 0};
-      box.box_dims = {c.box_cols, e.rows};
-      box.element_bytes = eb;
-      box.swizzle = c.mode;
-      write->tma = box;
-      write->tma_boxes = static_cast<int>(e.cols / c.box_cols);
-      write->typed_instruction = Instruction::Of(InstructionKind::kTma2d);
-      write->instructions_per_thread = write->tma_boxes;  // issued by one thread
-      write->note = std::to_string(write->tma_boxes) + " box" + (write->tma_boxes > 1 ? "es" : "") + " of " +
-                    std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
+      RecordTmaWrite(*write, writer, c, e, eb);
     } else {
       write->copy = write_copy;
       write->vector_bytes = write_bytes;
