@@ -1,5 +1,7 @@
 // Array kernels of the elementwise, gather and concat groups (array.cpp, step 3): a grid-stride
 // loop over the output's elements, with a 16-byte vector path and a scalar path.
+#include <algorithm>
+
 #include "codegen/array_emitter.h"
 
 namespace weft::codegen::array_emit {

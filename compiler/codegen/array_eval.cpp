@@ -2,6 +2,7 @@
 // input is a load, a view maps the coordinate back to its source, a map broadcasts it to its
 // operands, rank-0 host values are recomputed from the sizes; each value is computed at most once
 // per coordinate (a cache scoped to the control flow that dominates its uses).
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/array_emitter.h"

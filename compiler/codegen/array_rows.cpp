@@ -1,6 +1,7 @@
 // Array kernels of row and scan groups (array.cpp, step 3): one block per row. Row kernels compute
 // the reductions in program order (from registers when the row fits, else a loop each), then the
 // outputs; scans fold a row chunk by chunk in index order.
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/array_emitter.h"
