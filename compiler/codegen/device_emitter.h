@@ -291,6 +291,36 @@ class Emitter {
   std::vector<schedule::Protocol> protocols_;  // DeviceKernel::protocols
   void EmitStore(OpId id, const tile::op::Store& s);
   void EmitLoop(OpId id, const tile::Op& op, const tile::op::Loop& loop);
+  // What EmitLoop's steps share about one loop (device_pipeline.cpp).
+  struct LoopEmission {
+    LoopEmission(const tile::Op& o, const tile::op::Loop& l, const schedule::Ring& r) : op(o), loop(l), ring(r) {}
+    const tile::Op& op;
+    const tile::op::Loop& loop;
+    const schedule::Ring& ring;  // the schedule's (empty: the loop runs plainly)
+    llvm::Value* bound = nullptr;
+    std::set<std::uint32_t> copy_ops;    // the ring's copy slice
+    bool consumer = false;               // the consumers of a warp-specialized loop
+    MmaRing mma_ring;                    // sm_80's operand ring, where ring.mma
+    std::set<std::uint32_t> ring_tiles;  // the ring's shared tiles
+    std::int64_t ring_slices = 0;
+    llvm::BasicBlock* pre = nullptr;
+    llvm::BasicBlock* head = nullptr;
+    llvm::BasicBlock* exit = nullptr;
+    llvm::PHINode* counter = nullptr;
+    std::vector<std::vector<llvm::PHINode*>> phis;  // per carried value
+    std::vector<llvm::PHINode*> staged_phis;
+    std::vector<std::pair<std::size_t, llvm::PHINode*>> ring_phis_a, ring_phis_b;
+    llvm::Value* ring_base = nullptr;  // a persistent kernel's ring iterations before this block's
+    llvm::Value* global = nullptr;     // the ring's iteration
+  };
+  void IssueCopies(LoopEmission& l, llvm::Value* iteration, int part = 0, int parts = 1, bool commit = true);
+  void SetRingSlot(LoopEmission& l, llvm::Value* slot);
+  void StartLoop(LoopEmission& l);
+  void OpenLoop(LoopEmission& l);
+  void EmitTmaIteration(LoopEmission& l);
+  void EmitMmaRingIteration(LoopEmission& l);
+  void EmitCpAsyncIteration(LoopEmission& l);
+  void CloseLoop(LoopEmission& l);
 
   // --- warp specialization (sm_90a; docs/codegen.md, "Warp specialization") ---
   // A kernel whose body has one pipelined loop of TMA copies, at the top level and with no loop in
