@@ -104,6 +104,9 @@ class Lowering {
                     const std::map<std::uint32_t, llvm::Value*>& sizes);
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
+  // An epilogue kernel's descriptor (the driver built its tile IR: HostOptions::epilogues).
+  std::size_t UseEpilogue(const tile::Kernel& kernel);
+  std::size_t AddKernel(tile::Kernel kernel);
   void LowerLoad(graph::NodeId id);
   void EmitChecks(std::size_t upto);
   // The run-time value of a node the host reads: made when first needed for a literal or a size.
@@ -150,6 +153,7 @@ class Lowering {
   std::map<std::uint32_t, llvm::Value*> sizes_;  // `main`'s size variables, once a `load` binds them
   std::size_t checks_done_ = 0;
   std::map<const core::Def*, std::size_t> kernel_index_;       // a called kernel -> out_.kernels index
+  std::map<std::string, std::size_t> epilogue_index_;          // an epilogue kernel's name -> its index
   std::vector<llvm::GlobalVariable*> descriptors_;             // per out_.kernels entry
   std::vector<llvm::GlobalVariable*> array_descriptors_;       // per out_.arrays entry
   std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
@@ -582,10 +586,21 @@ std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore
   if (fresh) {
     auto lowered = tile::Lower(module, vars, def);
     if (!lowered) throw Refusals{lowered.error()};
-    out_.kernels.push_back(KernelUse{&def, std::move(*lowered)});
-    descriptors_.push_back(Descriptor("weft.kernel." + def.name));
+    AddKernel(std::move(*lowered));
   }
   return it->second;
+}
+
+std::size_t Lowering::UseEpilogue(const tile::Kernel& kernel) {
+  auto [it, fresh] = epilogue_index_.emplace(kernel.name, out_.kernels.size());
+  if (fresh) AddKernel(kernel);
+  return it->second;
+}
+
+std::size_t Lowering::AddKernel(tile::Kernel kernel) {
+  descriptors_.push_back(Descriptor("weft.kernel." + kernel.name));
+  out_.kernels.push_back(KernelUse{std::move(kernel)});
+  return out_.kernels.size() - 1;
 }
 
 // A product the graph routed to a stdlib gemm kernel (graph::FuseOptions::stdlib_gemm): launched
@@ -598,16 +613,25 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   for (graph::NodeId id : group.nodes)
     if (g_.Get(id).kind == graph::Kind::MatMul) product = &g_.Get(id);
   const graph::Node& mm = *product;
-  // An epilogue's kernel is generated (graph/epilogue.h) and checked beside the stdlib by the
-  // driver; without it (a caller that did not), the generic product computes the group.
+  // An epilogue's kernel is built by the driver (graph::EpilogueTile), which gives those that
+  // synthesize for the target; without it, the generic product computes the group.
   std::optional<graph::Epilogue> epilogue;
-  if (group.epilogue) epilogue = graph::EpilogueKernel(g_, group.nodes, group.kernel);
-  const core::Def* def = options_.stdlib ? options_.stdlib->Find(group.kernel) : nullptr;
-  if (!def || !def->kernel || (group.epilogue && !epilogue)) {
+  const tile::Kernel* built = nullptr;
+  const core::Def* def = nullptr;
+  if (group.epilogue) {
+    epilogue = graph::EpilogueKernel(g_, group.nodes, group.kernel);
+    if (options_.epilogues) {
+      auto it = options_.epilogues->find(group.kernel);
+      if (it != options_.epilogues->end()) built = &it->second;
+    }
+  } else if (options_.stdlib) {
+    def = options_.stdlib->Find(group.kernel);
+  }
+  if (group.epilogue ? !epilogue || !built : !def || !def->kernel) {
     LowerArray(index);
     return;
   }
-  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  const std::size_t use = built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
   // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of; then the
   // tensors the epilogue reads.
@@ -615,7 +639,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   if (g_.Get(b_id).kind == graph::Kind::View) b_id = g_.Get(b_id).args[0];
   std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
   if (epilogue)
-    for (graph::NodeId x : epilogue->inputs) inputs.push_back(&TensorOf(x));
+    for (const graph::EpilogueInput& x : epilogue->inputs) inputs.push_back(&TensorOf(x.node));
   // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
   HTensor out = Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
@@ -921,8 +945,8 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
   llvm::Module& m = *program.module;
   const KernelUse& use = program.kernels.at(index);
   const tile::Kernel& kernel = use.kernel;
-  llvm::GlobalVariable* descriptor = m.getGlobalVariable("weft.kernel." + use.def->name, true);
-  if (!descriptor) WEFT_INTERNAL_ERROR("host codegen: no descriptor for `" + use.def->name + "`");
+  llvm::GlobalVariable* descriptor = m.getGlobalVariable("weft.kernel." + kernel.name, true);
+  if (!descriptor) WEFT_INTERNAL_ERROR("host codegen: no descriptor for `" + kernel.name + "`");
   auto* i32 = llvm::Type::getInt32Ty(ctx);
   // The entry's sizes, as indices into the launch's sizes (the kernel's size_names order).
   std::vector<llvm::Constant*> order;
@@ -949,8 +973,8 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
   int tensors = 0, scalars = 0;
   for (const tile::Param& p : kernel.params)
     (kernel.Get(p.value).space == tile::Space::Global ? tensors : scalars) += 1;
-  SetDescriptor(program, descriptor, use.def->name, "weft." + use.def->name + ".", device, cubin, tensors, scalars,
-                order, maps);
+  SetDescriptor(program, descriptor, kernel.name, "weft." + kernel.name + ".", device, cubin, tensors, scalars, order,
+                maps);
 }
 
 void AttachArrayKernel(HostModule& program, std::size_t index, const std::string& cubin) {

@@ -18,6 +18,7 @@
 //   3. EmitObject writes the module as an x86-64 object file; Link calls `cc`.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,9 +41,9 @@ class Module;
 
 namespace weft::codegen {
 
-// A kernel `main` calls, lowered to the tile IR; launches refer to its descriptor.
+// A kernel `main` calls (lowered to the tile IR), or an epilogue kernel; launches refer to its
+// descriptor, named after the kernel.
 struct KernelUse {
-  const core::Def* def = nullptr;
   tile::Kernel kernel;
 };
 
@@ -77,6 +78,10 @@ struct HostOptions {
   // (graph::FuseOptions); without it every product runs on the generic kernel.
   const core::Module* stdlib = nullptr;
   const core::VarStore* stdlib_vars = nullptr;
+  // The epilogue kernels of the plan's gemm groups (graph::Group::epilogue), by name, as the driver
+  // built them (graph::EpilogueTile) and found that they synthesize for `target`; a group whose
+  // kernel is not here runs on the generic product.
+  const std::map<std::string, tile::Kernel>* epilogues = nullptr;
   // Not empty: `main` (a wrapper of an export, driver/build_command.cpp, docs/python.md) becomes `void SYMBOL(void)`
   // of a shared library, called by weft_library_call (weft/library.h) instead of starting and
   // ending a program; its `load`s take the call's arguments and its `save`s give its results.
@@ -92,8 +97,8 @@ struct HostOptions {
 std::optional<Diagnostic> MainRefused(const core::Def& main);
 
 // Step 1: `main`'s host code and its array kernels' device code, from its dataflow graph and plan
-// (graph::Build and graph::Fuse, which the driver runs once: it fuses until every generated
-// epilogue kernel fits, and checks those kernels into `options.stdlib`), or the diagnostics that
+// (graph::Build and graph::Fuse, which the driver runs once: it fuses until every epilogue kernel
+// synthesizes for the target, and gives those kernels in `options.epilogues`), or the diagnostics that
 // say what in it `weft build` does not compile (E0800, E0801) or what a kernel it calls does not
 // lower (tile::Lower's). @pre `main` checked, MainRefused(main) empty, `graph` built from `main`.
 Result<HostModule, std::vector<Diagnostic>> LowerMain(const core::Module& module, const core::VarStore& vars,

@@ -146,40 +146,48 @@ struct Checked {
   std::optional<check::CheckResult> stdlib;  // `import gemm` alone, for the products routed to it
 };
 
-// The stdlib kernels the graph routes products and attention to (graph::FuseOptions), and the
-// kernels it generates for products with epilogues (graph/epilogue.h), checked into the same
-// sources as the program so that their spans (line information) resolve. Without them (a stdlib
-// that does not check) every product runs on the generic kernel; generated kernels that do not
-// check (a compiler bug the lit tests would show) leave their products to the generic kernel.
-std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources, const std::string& generated = "") {
-  for (const std::string& extra : {generated, std::string()}) {
-    Diagnostics quiet;
-    FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n" + extra);
-    Front front = Parse(sources, quiet, id);
-    Check(front, sources, quiet);
-    if (!quiet.has_errors()) return std::move(front.result);
-    if (extra.empty()) break;
-  }
-  return std::nullopt;
+// The stdlib kernels the graph routes products and attention to (graph::FuseOptions), checked into
+// the same sources as the program so that their spans (line information) resolve. Without them (a
+// stdlib that does not check) every product runs on the generic kernel.
+std::optional<check::CheckResult> CheckStdlibKernels(SourceManager& sources) {
+  Diagnostics quiet;
+  FileId id = sources.Add("<stdlib kernels>", "import gemm\nimport attention\n");
+  Front front = Parse(sources, quiet, id);
+  Check(front, sources, quiet);
+  if (quiet.has_errors()) return std::nullopt;
+  return std::move(front.result);
 }
 
-// `main`'s dataflow graph, built once a build, and its plan: the products with their epilogue in a
-// generated kernel (graph/epilogue.h) and those kernels' sources. An epilogue kernel that does not
-// check, lower or synthesize for `target` (too many registers for the tile, say) is given up: the
-// graph is fused again with its product alone, and the reason shows in `--emit=graph`.
+// `main`'s dataflow graph, built once a build, and its plan: the products with their epilogue in
+// an epilogue kernel (graph/epilogue.h), built on the stdlib gemm's tile IR. An epilogue kernel
+// that does not synthesize for `target` (too many registers for the tile, say) is given up: the
+// graph is fused again with its product alone, and the reason shows in `--emit=graph`. Without a
+// stdlib (`stdlib` null) no epilogue kernel is built, and the host runs those groups on the
+// generic product.
 struct MainGraph {
   graph::Graph graph;
   graph::Plan plan;
-  std::string epilogue_sources;
+  std::map<std::string, tile::Kernel> epilogues;  // by name: the plan's epilogue kernels
 };
 
 Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, const core::VarStore& vars,
-                                                    const core::Def& main, synth::Target target) {
+                                                    const core::Def& main, synth::Target target,
+                                                    const check::CheckResult* stdlib) {
   if (std::optional<Diagnostic> refused = codegen::MainRefused(main)) return std::vector<Diagnostic>{*refused};
   auto graph = graph::Build(module, vars, main);
   if (!graph) return graph.error();
+  // The stdlib gemms the epilogues are built on, each lowered once.
+  std::map<std::string, std::optional<tile::Kernel>> gemms;
+  auto gemm = [&](const std::string& name) -> const tile::Kernel* {
+    auto [it, fresh] = gemms.try_emplace(name);
+    const core::Def* def = fresh && stdlib ? stdlib->module.Find(name) : nullptr;
+    if (def && def->kernel)
+      if (auto lowered = tile::Lower(stdlib->module, stdlib->vars, *def)) it->second = std::move(*lowered);
+    return it->second ? &*it->second : nullptr;
+  };
   graph::FuseOptions fuse;
-  std::map<std::string, std::string> tried;  // per kernel text: why it failed, or empty
+  std::map<std::string, std::string> tried;   // per kernel text: why it failed, or empty
+  std::map<std::string, tile::Kernel> built;  // per kernel text: the kernel, when it synthesizes
   for (;;) {
     graph::Plan plan = graph::Fuse(*graph, fuse);
     bool again = false;
@@ -187,51 +195,52 @@ Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, 
       if (!group.epilogue) continue;
       auto epilogue = graph::EpilogueKernel(*graph, group.nodes, group.kernel);
       std::string why = epilogue ? std::string() : "no kernel";
-      if (auto seen = epilogue ? tried.find(epilogue->source) : tried.end(); seen != tried.end()) {
+      std::string text = epilogue ? graph::EpilogueText(*epilogue) : std::string();
+      if (auto seen = epilogue ? tried.find(text) : tried.end(); seen != tried.end()) {
         why = seen->second;
-      } else if (epilogue) {
-        SourceManager sources;
-        Diagnostics quiet;
-        FileId id = sources.Add("<" + group.kernel + ">", epilogue->source);
-        syntax::Ast ast = syntax::Parse(sources, id, quiet);
-        check::CheckResult result = check::Check(sources, ast, quiet, check::CheckOptions{});
-        const core::Def* def = quiet.has_errors() ? nullptr : result.module.Find(group.kernel);
-        if (!def) {
-          why = "its epilogue kernel does not check (a compiler bug)";
-        } else if (auto lowered = tile::Lower(result.module, result.vars, *def); !lowered) {
-          why = "its epilogue kernel does not lower (a compiler bug)";
-        } else if (auto plan = synth::Synthesize(*lowered, target); !plan) {
+      } else if (const tile::Kernel* base = epilogue ? gemm(epilogue->tile) : nullptr) {
+        auto kernel = graph::EpilogueTile(*epilogue, *base);
+        if (!kernel) {
+          why = kernel.error();
+        } else if (auto synthesized = synth::Synthesize(*kernel, target); !synthesized) {
           why = "its epilogue kernel does not fit the tile on " + std::string(synth::Spelling(target)) + ": " +
-                plan.error().front().message;
+                synthesized.error().front().message;
+        } else {
+          built.emplace(text, std::move(*kernel));
         }
-        tried[epilogue->source] = why;
+        tried[text] = why;
       }
       if (why.empty()) continue;
       for (graph::NodeId id : group.nodes)
         if (graph->Get(id).kind == graph::Kind::MatMul) fuse.plain_products[id.index] = why;
       again = true;
     }
-    if (!again) {
-      std::string sources = graph::EpilogueSources(*graph, plan);
-      return MainGraph{std::move(*graph), std::move(plan), std::move(sources)};
+    if (again) continue;
+    MainGraph out{std::move(*graph), std::move(plan), {}};
+    for (const graph::Group& group : out.plan.groups) {
+      auto epilogue = group.epilogue ? graph::EpilogueKernel(out.graph, group.nodes, group.kernel) : std::nullopt;
+      if (auto it = epilogue ? built.find(graph::EpilogueText(*epilogue)) : built.end(); it != built.end())
+        out.epilogues.emplace(group.kernel, it->second);
     }
+    return out;
   }
 }
 
 // `main` lowered to its host module (codegen::LowerMain) through its graph, planned once, with
-// the stdlib's kernels and its epilogue kernels checked into `stdlib` (unless it holds them
-// already) for the products routed to them. `stdlib` outlives the module, which refers to it.
+// the stdlib's kernels checked into `stdlib` (unless it holds them already) for the products
+// routed to them, and the plan's epilogue kernels. `stdlib` outlives the module, which refers to it.
 Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(const core::Module& module, const core::VarStore& vars,
                                                                  const core::Def& main, SourceManager& sources,
                                                                  std::optional<check::CheckResult>& stdlib,
                                                                  codegen::HostOptions host) {
-  auto planned = PlanMain(module, vars, main, host.target);
+  if (!stdlib) stdlib = CheckStdlibKernels(sources);
+  auto planned = PlanMain(module, vars, main, host.target, stdlib ? &*stdlib : nullptr);
   if (!planned) return planned.error();
-  if (!stdlib) stdlib = CheckStdlibKernels(sources, planned->epilogue_sources);
   if (stdlib) {
     host.stdlib = &stdlib->module;
     host.stdlib_vars = &stdlib->vars;
   }
+  host.epilogues = &planned->epilogues;
   return codegen::LowerMain(module, vars, main, std::move(planned->graph), std::move(planned->plan), sources, host);
 }
 
@@ -392,7 +401,7 @@ bool BuildObject(codegen::HostModule& program, synth::Target target, const Sourc
   bool ok = GenerateKernels(program, target, sources, diagnostics, [&](std::size_t i, const codegen::DeviceKernel& d) {
     std::string cubin;
     if (!assemble(d.ptx, temp.path() + "/" + d.entry + "." + std::to_string(i),
-                  "`" + program.kernels[i].def->name + "`", cubin))
+                  "`" + program.kernels[i].kernel.name + "`", cubin))
       return;
     codegen::AttachKernel(program, i, d, cubin);
   });
@@ -549,7 +558,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       c.diagnostics.Emit(DiagnosticKind::NoMain, Span{}, options.inputs.front());
       return Report(options, c.sources, c.diagnostics, err);
     }
-    auto planned = PlanMain(c.result->module, c.result->vars, *main, *target);
+    c.stdlib = CheckStdlibKernels(c.sources);
+    auto planned = PlanMain(c.result->module, c.result->vars, *main, *target, c.stdlib ? &*c.stdlib : nullptr);
     if (!planned) {
       for (const Diagnostic& d : planned.error()) c.diagnostics.Add(d);
       return Report(options, c.sources, c.diagnostics, err);

@@ -73,7 +73,7 @@ class Fuser {
     for (graph::Group& group : plan_.groups) {
       if (group.epilogue) {
         auto e = EpilogueKernel(g_, group.nodes, "");
-        group.kernel = by_text.emplace(e ? e->source : "", EpilogueName(kernel)).first->second;
+        group.kernel = by_text.emplace(e ? EpilogueText(*e) : "", EpilogueName(kernel)).first->second;
       }
       kernel += group.kind == GroupKind::Host ? 0 : 1;
     }

@@ -320,7 +320,7 @@ class Printer {
       for (NodeId id : buffer.holds) out << " " << Ref(id);
       out << "\n";
     }
-    std::string generated = EpilogueSources(g_, plan_);
+    std::string generated = EpilogueTexts(g_, plan_);
     if (!generated.empty()) out << "generated kernels:\n" << generated;
     return out.str();
   }
