@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "diagnostics/render.h"
 #include "driver/frontend.h"
+#include "driver/kernel_path.h"
 #include "driver/kernel_call.h"
 #include "graph/graph.h"
 #include "schedule/schedule.h"
@@ -68,17 +69,9 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
     if (!tile::IsKernel(def) || def.span.file != file) continue;
     if (!options.kernel.empty() && def.name != options.kernel) continue;
     ++kernels;
-    auto kernel = tile::Lower(checked.module, checked.vars, def);
-    if (!kernel) {
-      for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
-      continue;
-    }
-    auto plan = synth::Synthesize(*kernel, *target);
-    if (!plan) {
-      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
-      continue;
-    }
-    action(*kernel, *plan, sources, diagnostics, kernels);
+    KernelPath path =
+        CompileKernel(checked.module, checked.vars, def, *target, sources, KernelPhase::Plan, diagnostics);
+    if (path.plan) action(*path.kernel, *path.plan, sources, diagnostics, kernels);
   }
   if (main_action && options.kernel.empty()) {
     for (const core::Def& def : checked.module.defs()) {

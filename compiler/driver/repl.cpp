@@ -19,6 +19,7 @@
 #include "core/type_printer.h"
 #include "diagnostics/render.h"
 #include "driver/frontend.h"
+#include "driver/kernel_path.h"
 #include "driver/layout_command.h"
 #include "interp/interpreter.h"
 #include "syntax/lexer.h"
@@ -656,17 +657,9 @@ struct Repl::State {
       return;
     }
     if (!def->ok) return;
-    auto kernel = tile::Lower(session->module(), session->vars(), *def);
-    if (!kernel) {
-      for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
-      return;
-    }
-    auto plan = synth::Synthesize(*kernel, *target);
-    if (!plan) {
-      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
-      return;
-    }
-    out << ExplainKernel(*kernel, *plan, options);
+    KernelPath path =
+        CompileKernel(session->module(), session->vars(), *def, *target, sources, KernelPhase::Plan, diagnostics);
+    if (path.plan) out << ExplainKernel(*path.kernel, *path.plan, options);
   }
 
   // Loads a file (again, for :reload); prints `VERB PATH (N definitions)`.

@@ -23,6 +23,7 @@
 #include "check/check.h"
 #include "diagnostics/render.h"
 #include "driver/frontend.h"
+#include "driver/kernel_path.h"
 #include "driver/kernel_call.h"
 #include "sim/executor.h"
 #include "syntax/parser.h"
@@ -70,11 +71,10 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
     err << "weft: unknown target `" << options.target << "`; expected `sm_80` or `sm_90a`\n";
     return 2;
   }
-  auto kernel = tile::Lower(checked.module, checked.vars, *def);
-  if (!kernel) {
-    for (const Diagnostic& d : kernel.error()) diagnostics.Add(d);
-    return report();
-  }
+  KernelPath lowered =
+      CompileKernel(checked.module, checked.vars, *def, *target, sources, KernelPhase::Tile, diagnostics);
+  if (!lowered.kernel) return report();
+  const tile::Kernel* kernel = &*lowered.kernel;
 
   // 2. Sizes, checked against the `where` clause, and the inputs.
   auto call = PrepareKernelCall(*kernel, options.kernel, options.sizes, options.scalars, options.seed, true, err);
@@ -93,11 +93,9 @@ int RunSimulate(const Options& options, std::ostream& out, std::ostream& err) {
   }
 
   // 4. The plan and the simulation.
-  auto plan = synth::Synthesize(*kernel, *target);
-  if (!plan) {
-    for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
-    return report();
-  }
+  KernelPath planned = CompileKernel(*kernel, *target, sources, KernelPhase::Plan, diagnostics);
+  if (!planned.plan) return report();
+  const synth::Plan* plan = &*planned.plan;
   auto simulated = sim::Run(*kernel, *plan, inputs, run_options);
   if (!simulated) {
     diagnostics.Emit(DiagnosticKind::SimulationFault, simulated.error().span, simulated.error().message);
