@@ -378,8 +378,8 @@ class TileBuilder {
   std::optional<std::string> Shape() {
     const auto& params = gemm_.params;
     if (params.size() != 3 || params[0].out || params[1].out || !params[2].out || params[0].value.index != 0 ||
-        params[1].value.index != 1 || params[2].value.index != 2)
-      return std::optional<std::string>("does not take (a) (b) (out c)");
+        params[1].value.index != 1 || params[2].value.index != 2 || gemm_.Get(params[2].value).shape.size() != 2)
+      return std::optional<std::string>("does not take (a) (b) (out c: [m, n])");
     std::size_t ops = gemm_.ops.size(), body = gemm_.body.size();
     if (ops < 2 || body < 2 || gemm_.body[body - 1].index != ops - 1 || gemm_.body[body - 2].index != ops - 2)
       return std::optional<std::string>("does not end in its store");
@@ -416,13 +416,10 @@ class TileBuilder {
       v.dtype = input.dtype;
       v.space = tile::Space::Global;
       v.shape = input.matrix ? c.shape : std::vector<core::Dim>{core::Dim::Constant(1), c.shape[1]};
-      k_.params.push_back(tile::Param{v.name, k_.Add(std::move(v)), false});
+      std::string name = v.name;
+      k_.params.push_back(tile::Param{name, k_.Add(std::move(v)), false});
     }
-    for (std::size_t v = 2; v + 1 < gemm_.values.size(); ++v) {
-      tile::Value value = gemm_.values[v];
-      if (value.def.valid() && value.def.index >= view_op_.index) WEFT_INTERNAL_ERROR("an epilogue's gemm value");
-      k_.Add(std::move(value));
-    }
+    for (std::size_t v = 2; v + 1 < gemm_.values.size(); ++v) k_.Add(gemm_.values[v]);  // all but the view of c
     c_ = renamed(gemm_.params[2].value);
     k_.Get(c_).dtype = e_.result;
     k_.params.push_back(tile::Param{gemm_.params[2].name, c_, true});
