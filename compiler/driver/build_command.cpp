@@ -26,6 +26,7 @@
 #include "diagnostics/render.h"
 #include "driver/explain_command.h"
 #include "driver/frontend.h"
+#include "driver/kernel_path.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
 #include "interp/interpreter.h"
@@ -267,21 +268,13 @@ bool GenerateKernels(codegen::HostModule& program, synth::Target target, const S
                      const std::function<void(std::size_t, const codegen::DeviceKernel&)>& each) {
   bool ok = true;
   for (std::size_t i = 0; i < program.kernels.size(); ++i) {
-    const tile::Kernel& kernel = program.kernels[i].kernel;
-    auto plan = synth::Synthesize(kernel, target);
-    if (!plan) {
-      for (const Diagnostic& d : plan.error()) diagnostics.Add(d);
-      ok = false;
-      continue;
-    }
     // codegen checks the barrier protocol of every pipeline it emits (a deadlock refuses the kernel).
-    auto device = codegen::EmitKernel(kernel, *plan, schedule::Build(kernel, *plan, schedule::BuildOptions()), sources);
-    if (!device) {
-      for (const Diagnostic& d : device.error()) diagnostics.Add(d);
+    KernelPath path = CompileKernel(program.kernels[i].kernel, target, sources, KernelPhase::Device, diagnostics);
+    if (!path.device) {
       ok = false;
       continue;
     }
-    each(i, *device);
+    each(i, *path.device);
   }
   return ok;
 }
@@ -612,16 +605,9 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       // A `main` that does not compile for the GPU: --emit prints every kernel of FILE.
     }
   }
-  int status = ForEachKernel(options, err,
-                             [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources,
-                                 Diagnostics& diagnostics, int) {
-                               auto device = codegen::EmitKernel(
-                                   kernel, plan, schedule::Build(kernel, plan, schedule::BuildOptions()), sources);
-                               if (!device) {
-                                 for (const Diagnostic& d : device.error()) diagnostics.Add(d);
-                                 return;
-                               }
-                               PrintDevice(options, kernel, *device, out);
+  int status = ForEachKernel(options, err, KernelPhase::Device,
+                             [&](const KernelPath& path, const SourceManager&, Diagnostics&, int) {
+                               PrintDevice(options, *path.kernel, *path.device, out);
                              });
   out.flush();
   return status;

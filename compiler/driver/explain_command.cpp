@@ -44,7 +44,7 @@ std::string ExplainKernel(const tile::Kernel& kernel, const synth::Plan& plan, c
   return out;
 }
 
-int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action,
+int ForEachKernel(const Options& options, std::ostream& err, KernelPhase last, const KernelAction& action,
                   const MainAction& main_action) {
   SourceManager sources;
   Diagnostics diagnostics;
@@ -69,9 +69,12 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
     if (!tile::IsKernel(def) || def.span.file != file) continue;
     if (!options.kernel.empty() && def.name != options.kernel) continue;
     ++kernels;
-    KernelPath path =
-        CompileKernel(checked.module, checked.vars, def, *target, sources, KernelPhase::Plan, diagnostics);
-    if (path.plan) action(*path.kernel, *path.plan, sources, diagnostics, kernels);
+    KernelPath path = CompileKernel(checked.module, checked.vars, def, *target, sources, last, diagnostics);
+    bool reached = last == KernelPhase::Tile       ? path.kernel.has_value()
+                   : last == KernelPhase::Plan     ? path.plan.has_value()
+                   : last == KernelPhase::Schedule ? path.schedule.has_value()
+                                                   : path.device.has_value();
+    if (reached) action(path, sources, diagnostics, kernels);
   }
   if (main_action && options.kernel.empty()) {
     for (const core::Def& def : checked.module.defs()) {
@@ -89,8 +92,10 @@ int ForEachKernel(const Options& options, std::ostream& err, const KernelAction&
 int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
   bool explained = false, bad_usage = false;
   int status = ForEachKernel(
-      options, err,
-      [&](const tile::Kernel& kernel, const synth::Plan& plan, const SourceManager& sources, Diagnostics&, int index) {
+      options, err, KernelPhase::Plan,
+      [&](const KernelPath& path, const SourceManager& sources, Diagnostics&, int index) {
+        const tile::Kernel& kernel = *path.kernel;
+        const synth::Plan& plan = *path.plan;
         ExplainOptions explain;
         explain.timings = options.timings;
         explain.sources = &sources;

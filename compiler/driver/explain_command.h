@@ -11,6 +11,7 @@
 
 #include "core/ir.h"
 #include "diagnostics/diagnostic.h"
+#include "driver/kernel_path.h"
 #include "driver/options.h"
 #include "synth/plan.h"
 #include "tile/ir.h"
@@ -37,16 +38,16 @@ std::string ExplainKernel(const tile::Kernel& kernel, const synth::Plan& plan, c
 // kernel, an unknown target).
 int RunExplain(const Options& options, std::ostream& out, std::ostream& err);
 
-// Checks options.inputs[0], then lowers and synthesizes each of its kernels (or options.kernel) for
-// options.target and calls `action` with each plan (index counts from 1). Diagnostics of every step,
-// and those `action` adds, go to `err`. Returns as RunExplain does.
-using KernelAction =
-    std::function<void(const tile::Kernel&, const synth::Plan&, const SourceManager&, Diagnostics&, int index)>;
+// Checks options.inputs[0], then runs each of its kernels (or options.kernel) down the kernel path
+// (kernel_path.h) for options.target through phase `last`, and calls `action` with each one that got
+// there (index counts kernels from 1). Diagnostics of every step, and those `action` adds, go to
+// `err`. Returns as RunExplain does.
+using KernelAction = std::function<void(const KernelPath&, const SourceManager&, Diagnostics&, int index)>;
 // `main`'s definition, when FILE has one and no --kernel was given (`weft explain` summarizes the
 // kernels its array-tier work fuses into).
 using MainAction = std::function<void(const core::Module&, const core::VarStore&, const core::Def& main,
                                       const SourceManager&, Diagnostics&)>;
-int ForEachKernel(const Options& options, std::ostream& err, const KernelAction& action,
+int ForEachKernel(const Options& options, std::ostream& err, KernelPhase last, const KernelAction& action,
                   const MainAction& main_action = nullptr);
 
 }  // namespace weft::driver
