@@ -36,6 +36,7 @@
 namespace weft::codegen::device_emit {
 
 using layout::TvLayout;
+using synth::InstructionKind;
 using tile::OpId;
 using tile::ValueId;
 using RowCol = TvLayout::RowCol;
@@ -45,10 +46,6 @@ struct Unsupported {
   Span span;
   std::string message;
 };
-
-inline bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
 
 inline int ElementBytes(Dtype d) {
   return std::max(1, Bits(d) / 8);

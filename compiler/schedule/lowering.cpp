@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <string_view>
 
 #include "schedule/cost.h"
 
@@ -13,15 +12,12 @@ namespace weft::schedule {
 
 namespace {
 
+using synth::InstructionKind;
 using tile::OpId;
 using tile::ValueId;
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
-std::string_view InstructionOf(const synth::Plan& plan, OpId id) {
-  return plan.ops.at(id.index).instruction;
+InstructionKind KindOf(const synth::Plan& plan, OpId id) {
+  return plan.ops.at(id.index).typed_instruction.kind;
 }
 
 // The element bytes of a dtype in memory (sub-byte types round up to one).
@@ -79,10 +75,10 @@ std::vector<OpId> CopySlice(const tile::Kernel& kernel, const synth::Plan& plan,
     const auto* copy = std::get_if<tile::op::ToShared>(&op.node);
     if (!copy) continue;
     int s = plan.values.at(op.results.at(0).index).stages;
-    std::string_view instruction = InstructionOf(plan, id);
-    bool tma = StartsWith(instruction, "tma");
-    if (s < 2 || (stages && s != stages) || (!tma && !StartsWith(instruction, "cp.async"))) return {};
-    if (stages && tma != StartsWith(InstructionOf(plan, out_first), "tma")) return {};  // one kind
+    InstructionKind kind = KindOf(plan, id);
+    bool tma = synth::IsTma(kind);
+    if (s < 2 || (stages && s != stages) || (!tma && !synth::IsCpAsync(kind))) return {};
+    if (stages && tma != synth::IsTma(KindOf(plan, out_first))) return {};  // one kind
     if (!stages) out_first = id;
     stages = s;
     slice.insert(id.index);
@@ -108,7 +104,7 @@ std::optional<OpId> RingMma(const tile::Kernel& kernel, const synth::Plan& plan,
     if (copy_ops.count(id.index)) continue;
     if (Pure(op) || std::holds_alternative<tile::op::Transpose>(op.node)) continue;
     if (std::holds_alternative<tile::op::ToRegs>(op.node)) {
-      if (!plan.values.at(op.results.at(0).index).streamed || !StartsWith(InstructionOf(plan, id), "ldmatrix"))
+      if (!plan.values.at(op.results.at(0).index).streamed || KindOf(plan, id) != InstructionKind::kLdmatrix)
         return std::nullopt;
       continue;
     }
@@ -118,7 +114,7 @@ std::optional<OpId> RingMma(const tile::Kernel& kernel, const synth::Plan& plan,
   if (!mma) return std::nullopt;
   const tile::Op& op = kernel.Get(*mma);
   const auto& m = std::get<tile::op::Mma>(op.node);
-  if (!StartsWith(InstructionOf(plan, *mma), "mma.m16n8k16")) return std::nullopt;
+  if (KindOf(plan, *mma) != InstructionKind::kMmaSync) return std::nullopt;
   if (m.acc != loop.carried[0] || loop.yields.at(0) != op.results.at(0)) return std::nullopt;
   // Each operand: a streamed `regs` of a tile of the ring, or of a transposed view of one.
   for (ValueId v : {m.a, m.b}) {
@@ -151,7 +147,7 @@ std::optional<ValueId> WgmmaReadsShared(const tile::Kernel& kernel, const synth:
   if (!value.def.valid()) return std::nullopt;
   const auto* r = std::get_if<tile::op::ToRegs>(&kernel.Get(value.def).node);
   if (!r) return std::nullopt;
-  if (StartsWith(InstructionOf(plan, value.def), "none") || !plan.values.at(v.index).regs) return r->src;
+  if (KindOf(plan, value.def) == InstructionKind::kNone || !plan.values.at(v.index).regs) return r->src;
   return std::nullopt;
 }
 
@@ -166,7 +162,7 @@ std::optional<std::pair<OpId, std::size_t>> StagedProduct(const tile::Kernel& ke
     for (ValueId v : tile::Operands(op)) ++uses[v.index];
   auto position = [&](OpId id) { return std::find(loop.body.begin(), loop.body.end(), id) - loop.body.begin(); };
   auto is_wgmma = [&](OpId id) {
-    return std::holds_alternative<tile::op::Mma>(kernel.Get(id).node) && StartsWith(InstructionOf(plan, id), "wgmma");
+    return std::holds_alternative<tile::op::Mma>(kernel.Get(id).node) && KindOf(plan, id) == InstructionKind::kWgmma;
   };
   for (std::size_t i = 0; i < loop.carried.size(); ++i) {
     ValueId c = loop.carried[i], y = loop.yields.at(i);
@@ -185,8 +181,7 @@ std::optional<std::pair<OpId, std::size_t>> StagedProduct(const tile::Kernel& ke
       if (const auto* t = std::get_if<tile::op::Transpose>(&kernel.Get(v.def).node)) tile = t->src;
     if (const tile::Value& v = kernel.Get(tile);
         v.def.valid() && position(v.def) < static_cast<std::ptrdiff_t>(loop.body.size()))
-      if (!std::holds_alternative<tile::op::ToShared>(kernel.Get(v.def).node) ||
-          !StartsWith(InstructionOf(plan, v.def), "tma"))
+      if (!std::holds_alternative<tile::op::ToShared>(kernel.Get(v.def).node) || !synth::IsTma(KindOf(plan, v.def)))
         continue;
     // Issued behind the body's first waited product, which comes before the body reads `acc`.
     std::ptrdiff_t first_product = -1, first_read = -1;
@@ -234,7 +229,7 @@ std::optional<WarpRoles> WarpRolesCandidate(const tile::Kernel& kernel, const sy
   std::vector<OpId> copies = CopySlice(kernel, plan, loop, s.stages);
   if (copies.empty()) return std::nullopt;
   for (OpId id : copies)
-    if (std::holds_alternative<tile::op::ToShared>(kernel.Get(id).node) && !StartsWith(InstructionOf(plan, id), "tma"))
+    if (std::holds_alternative<tile::op::ToShared>(kernel.Get(id).node) && !synth::IsTma(KindOf(plan, id)))
       return std::nullopt;
   // What the producer computes before its loop: the top-level scalar and view ops that the copies
   // and the bound read (block indices, sizes, the causal bound), and nothing else.
@@ -283,7 +278,7 @@ std::map<std::uint32_t, Ring> Rings(const tile::Kernel& kernel, const synth::Pla
     std::set<std::uint32_t> copy_ops;
     for (OpId c : r.copies) copy_ops.insert(c.index);
     for (OpId c : r.copies)
-      r.tma |= std::holds_alternative<tile::op::ToShared>(kernel.Get(c).node) && StartsWith(InstructionOf(plan, c), "tma");
+      r.tma |= std::holds_alternative<tile::op::ToShared>(kernel.Get(c).node) && synth::IsTma(KindOf(plan, c));
     for (OpId c : r.copies)
       if (r.tma && std::holds_alternative<tile::op::ToShared>(kernel.Get(c).node))
         r.tma_bytes += TmaBytes(kernel, plan, c, kernel.Get(c).results.at(0));
@@ -298,7 +293,7 @@ std::map<std::uint32_t, Ring> Rings(const tile::Kernel& kernel, const synth::Pla
       detail.release_previous = !r.deferred_carried.empty() || staged;
       detail.turns = 0;
       for (OpId b : loop->body)
-        detail.turns += StartsWith(InstructionOf(plan, b), "wgmma") && !r.deferred.count(b.index) &&
+        detail.turns += KindOf(plan, b) == InstructionKind::kWgmma && !r.deferred.count(b.index) &&
                         !(staged && roles->staged->first == b);
       r.protocol = WarpSpecializedProtocol(r.stages, 2 * r.stages + 1, static_cast<int>(plan.threads / 128),
                                            roles->ping_pong, r.tma_bytes, detail);

@@ -93,7 +93,7 @@ TEST_CASE("codegen: sm_90a gemm takes one tensor map per operand with 128-byte s
   CHECK(Has(d.llvm_ir, ", i32 49152)"));
 }
 
-TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op and not a crash") {
+TEST_CASE("codegen: an instruction that cannot do its op's work is E0750 at the op and not a crash") {
   SourceManager sources;
   Diagnostics diagnostics;
   FileId id = sources.Add("bad.weft", R"(kernel scale (x: f32[m, 64]) (out y: f32[m, 64])
@@ -111,13 +111,14 @@ TEST_CASE("codegen: an instruction codegen does not know is E0750 at its op and 
   REQUIRE(kernel.ok());
   auto plan = synth::Synthesize(*kernel, synth::Target::Sm80);
   REQUIRE(plan.ok());
-  for (synth::OpChoice& op : plan->ops)
-    if (op.instruction.rfind("cp.async", 0) == 0 || op.instruction.rfind("ld", 0) == 0) op.instruction = "frobnicate";
+  for (synth::OpChoice& op : plan->ops)  // the copy and the load: a shuffle cannot move their data
+    if (synth::IsCpAsync(op.typed_instruction.kind) || op.typed_instruction.kind == synth::InstructionKind::kLdShared)
+      op.typed_instruction = synth::Instruction::ShflBfly(5);
   auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule::BuildOptions()), sources);
   REQUIRE_FALSE(device.ok());
   REQUIRE(device.error().size() == 1);
   CHECK(device.error()[0].kind == DiagnosticKind::CodegenUnsupported);
-  CHECK(device.error()[0].message.find("frobnicate") != std::string::npos);
+  CHECK(device.error()[0].message.find("`shfl.bfly x5` copies into shared memory") != std::string::npos);
 }
 
 TEST_CASE("codegen: a plan of another kernel is refused") {

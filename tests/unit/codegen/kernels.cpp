@@ -59,7 +59,7 @@ std::vector<Emitted> EmitFile(const std::string& file, synth::Target target,
     auto plan = synth::Synthesize(*kernel, target);
     if (plan) {
       e.synthesized = true;
-      for (std::size_t i = 0; i < plan->ops.size(); ++i) e.tma_copies += plan->ops[i].instruction.rfind("tma", 0) == 0;
+      for (const synth::OpChoice& op : plan->ops) e.tma_copies += synth::IsTma(op.typed_instruction.kind);
       schedule::Options schedule_options = schedule::BuildOptions();
       schedule_options.lowering = lowering;
       auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule_options), sources);
