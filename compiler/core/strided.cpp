@@ -151,6 +151,34 @@ ViewResult Expand(const StridedView& view, int axis) {
   return out;
 }
 
+ViewResult At(const StridedView& view, int axis, const Dim& index) {
+  DimOr stop = Checked(Add(index, Dim::Constant(1)));
+  if (!stop) return stop.error();
+  ViewResult one = Slice(view, axis, index, *stop);
+  if (!one) return one;
+  one->axes.erase(one->axes.begin() + axis);
+  return one;
+}
+
+ViewResult Broadcast(const StridedView& view, const std::vector<Dim>& shape) {
+  if (shape.size() < view.rank()) return "a broadcast of " + Rank(view.rank()) + " to rank " + std::to_string(shape.size());
+  StridedView out;
+  out.offset = view.offset;
+  std::size_t added = shape.size() - view.rank();
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const StridedAxis* from = k < added ? nullptr : &view.axes[k - added];
+    if (from && from->Extent() == shape[k]) {
+      out.axes.push_back(*from);
+    } else if (!from || IsOne(from->Extent())) {
+      out.axes.push_back(StridedAxis{{{shape[k], Dim::Constant(0)}}});
+    } else {
+      return "axis " + std::to_string(k - added) + " of extent " + ToString(from->Extent()) +
+             " does not broadcast to " + ToString(shape[k]);
+    }
+  }
+  return out;
+}
+
 ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
   std::vector<StridedMode> modes;  // every axis's modes in order, unit modes dropped
   for (const StridedAxis& a : view.axes)

@@ -68,6 +68,13 @@ ViewResult Slice(const StridedView& view, int axis, const Dim& start, const Dim&
 // A unit axis inserted before axis `axis` (0 .. rank).
 ViewResult Expand(const StridedView& view, int axis);
 
+// Element `index` of `axis`, the axis dropped.
+ViewResult At(const StridedView& view, int axis, const Dim& index);
+
+// Broadcast to `shape` (rank at least the view's, axes aligned on the right): a new axis, or a unit
+// axis widened, reads its one element again and again (stride 0).
+ViewResult Broadcast(const StridedView& view, const std::vector<Dim>& shape);
+
 // The same elements, in row-major order, seen with `shape`: the modes of every axis in order,
 // regrouped into the new axes (a mode split where a constant extent divides it), adjacent modes of
 // an axis merged where the outer one's stride is the inner one's extent times its stride.

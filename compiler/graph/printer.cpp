@@ -6,6 +6,7 @@
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
 #include "graph/graph.h"
+#include "graph/layout.h"
 #include "weft/numerics.h"
 
 namespace weft::graph {
@@ -271,6 +272,13 @@ class Printer {
     return "k" + std::to_string(kernel_number_.at(static_cast<std::size_t>(g)));
   }
 
+  // A view's strided layout (graph/layout.h), or why it has none.
+  std::string Layout(NodeId id) {
+    core::ViewResult layout = LayoutOf(g_, id);
+    if (!layout) return "(not strided: " + layout.error() + ")";
+    return core::ToString(*layout, [&](core::SizeVarId v) { return types_.Print(Dim::Var(v)); });
+  }
+
   std::string Buffer(NodeId id) {
     std::int64_t b = plan_.buffer_of[id.index];
     return b < 0 ? "" : " -> b" + std::to_string(b);
@@ -293,6 +301,7 @@ class Printer {
       if (typed) line += " : " + Type(n);
       std::string where = Where(id);
       line += std::string(line.size() < 56 ? 56 - line.size() : 1, ' ') + where + Buffer(id);
+      if (n.kind == Kind::View) line += " " + Layout(id);
       out << line << "  " << Where(n.span) << "\n";
     }
     out << "kernels:\n";

@@ -160,5 +160,20 @@ TEST_CASE("strided: slices move the offset; a merged axis slices only along its 
   CHECK(IsRowMajor(*e));
 }
 
+TEST_CASE("strided: an element of an axis, and broadcasts read with stride 0") {
+  auto x = RowMajor({C(3), S(), C(4)});
+  REQUIRE(x.ok());
+  auto row = At(*x, 1, C(2));
+  REQUIRE(row.ok());
+  CHECK(ToString(*row, Name) == "(3, 4):(4*s, 1) + 8");
+  auto b = Broadcast(*RowMajor({S(), C(1)}), {C(2), S(), C(5)});
+  REQUIRE(b.ok());
+  CHECK(ToString(*b, Name) == "(2, s, 5):(0, 1, 0)");
+  for (std::int64_t s : {1, 3})
+    EachIndex(ShapeAt(*b, s), [&](const std::vector<std::int64_t>& i) { CHECK(Offset(*b, i, s) == i[1]); });
+  CHECK_FALSE(Broadcast(*x, {C(3), S()}).ok());
+  CHECK_FALSE(Broadcast(*RowMajor({C(2)}), {C(3)}).ok());
+}
+
 }  // namespace
 }  // namespace weft::core
