@@ -137,7 +137,7 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   }
   llvm::Value* base = SharedBase(dst, stage);
   slots_[dst.index].shared = base;
-  switch (choice.typed_instruction.kind) {
+  switch (choice.instruction.kind) {
     case InstructionKind::kTma2d:
     case InstructionKind::kCpAsyncCa:
     case InstructionKind::kCpAsyncCg:
@@ -158,9 +158,9 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
     case InstructionKind::kPipeline:
     case InstructionKind::kLoop:
     case InstructionKind::kScalar:
-      Fail("`" + synth::Spelling(choice.typed_instruction) + "` copies into shared memory");
+      Fail("`" + synth::Spelling(choice.instruction) + "` copies into shared memory");
   }
-  if (choice.typed_instruction.kind == InstructionKind::kTma2d) {
+  if (choice.instruction.kind == InstructionKind::kTma2d) {
     if (prefetch) return EmitTma(id, s, dst, base, prefetch->bar, prefetch->live);
     // In place: a fresh mbarrier (the last one) for this copy alone.
     llvm::Value* bar = Mbarrier(I32(mbarriers_ - 1));
@@ -230,11 +230,11 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
 void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
   ValueId dst = op.results.at(0);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
-  if (choice.typed_instruction.kind == InstructionKind::kNone || !plan_.values.at(dst.index).regs) {
+  if (choice.instruction.kind == InstructionKind::kNone || !plan_.values.at(dst.index).regs) {
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
-  switch (choice.typed_instruction.kind) {
+  switch (choice.instruction.kind) {
     case InstructionKind::kLdShared:
       return EmitLdShared(id, op, r);
     case InstructionKind::kLdmatrix:
@@ -256,7 +256,7 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
     case InstructionKind::kPipeline:
     case InstructionKind::kLoop:
     case InstructionKind::kScalar:
-      Fail("`" + synth::Spelling(choice.typed_instruction) + "` loads into registers");
+      Fail("`" + synth::Spelling(choice.instruction) + "` loads into registers");
   }
   if (!choice.copy) Fail("an ldmatrix without a copy layout");
   if (plan_.values.at(dst.index).streamed) {
@@ -265,7 +265,7 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
   }
   std::vector<llvm::Value*> regs(static_cast<std::size_t>(Flat(Tv(dst)).values), nullptr);
   EmitLdmatrix(id, dst, r.src, 0, Flat(*choice.copy).values, regs);
-  std::string what = "`" + synth::Spelling(choice.typed_instruction) + "`";
+  std::string what = "`" + synth::Spelling(choice.instruction) + "`";
   for (std::size_t i = 0; i < regs.size(); ++i)
     if (!regs[i]) Fail(what + " never delivers value " + std::to_string(i) + " of " + Name(dst));
   slots_[dst.index].regs = std::move(regs);
@@ -281,8 +281,8 @@ void Emitter::EmitLdmatrix(OpId id, ValueId dst, ValueId src, std::int64_t first
   if (auto parent = slots_.at(src.index).shared_view_of) smem = *parent, swapped = true;
   const TvLayout& copy = *choice.copy;
   const FlatTv& fc = Flat(copy);
-  int count = choice.typed_instruction.count;
-  bool trans = choice.typed_instruction.trans;
+  int count = choice.instruction.count;
+  bool trans = choice.instruction.trans;
   static const llvm::Intrinsic::ID ids[2][3] = {
       {llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16, llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16,
        llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16},
@@ -293,7 +293,7 @@ void Emitter::EmitLdmatrix(OpId id, ValueId dst, ValueId src, std::int64_t first
   int rank = static_cast<int>(Val(smem).shape.size());
   const FlatTv& ftv = Flat(Tv(dst));
   llvm::Type* elem = ElemType(Val(dst).dtype);
-  std::string what = "`" + synth::Spelling(choice.typed_instruction) + "`";
+  std::string what = "`" + synth::Spelling(choice.instruction) + "`";
   for (std::int64_t v = first; v < last; ++v) {
     llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem_, CopyAddress(smem, copy, v, base, 2));
     llvm::Value* loaded = Intrinsic(iid, {addr});
@@ -345,7 +345,7 @@ void Emitter::EmitLdShared(OpId id, const tile::Op& op, const tile::op::ToRegs& 
   int rank = static_cast<int>(Val(smem).shape.size());
   auto* vector = llvm::FixedVectorType::get(ElemType(d), static_cast<unsigned>(vb / e));
   std::vector<llvm::Value*> regs(static_cast<std::size_t>(ftv.values), nullptr);
-  std::string what = "`" + synth::Spelling(choice.typed_instruction) + "`";
+  std::string what = "`" + synth::Spelling(choice.instruction) + "`";
   for (std::int64_t v = 0; v < fc.values; ++v) {
     auto [row, col] = TvElement(copy, v);
     llvm::Value* at = b_.CreateAdd(base, b_.CreateMul(SharedOffset(smem, row, col), I32(e)));
@@ -402,7 +402,7 @@ std::vector<RowCol> WarpOrigins(const FlatTv& acc, std::int64_t cols, int warps)
 void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
-  switch (choice.typed_instruction.kind) {
+  switch (choice.instruction.kind) {
     case InstructionKind::kWgmma:
       return EmitWgmma(id, op, m);
     case InstructionKind::kMmaSync:
@@ -424,9 +424,9 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     case InstructionKind::kPipeline:
     case InstructionKind::kLoop:
     case InstructionKind::kScalar:
-      Fail("`" + synth::Spelling(choice.typed_instruction) + "`");
+      Fail("`" + synth::Spelling(choice.instruction) + "`");
   }
-  const layout::Atom* atom = &AtomNamed(synth::Spelling(choice.typed_instruction));
+  const layout::Atom* atom = &AtomNamed(synth::Spelling(choice.instruction));
   const TvLayout& ta = atom->Operand("A")->tv;
   const TvLayout& tb = atom->Operand("B")->tv;
   const TvLayout& tc = atom->Operand("C")->tv;
@@ -453,7 +453,7 @@ void Emitter::EmitMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   std::vector<llvm::Value*> ra = operand(m.a), rb = operand(m.b);
   if (ra.empty() || rb.empty()) Fail("an mma operand that is not in registers");
   auto load_slice = [&](ValueId v, std::vector<llvm::Value*>& regs, std::int64_t s) { LoadSlice(v, regs, s, K / 16); };
-  std::string what = "`" + synth::Spelling(choice.typed_instruction) + "`";
+  std::string what = "`" + synth::Spelling(choice.instruction) + "`";
   auto reg = [&](const std::vector<llvm::Value*>& regs, ValueId v, int idx) {
     llvm::Value* x = regs[static_cast<std::size_t>(idx)];
     if (!x) Fail(what + " reads value " + std::to_string(idx) + " of " + Name(v) + ", which its slice does not load");

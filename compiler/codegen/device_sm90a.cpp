@@ -9,7 +9,7 @@ void Emitter::FindTensorMaps() {
   for (std::uint32_t i = 0; i < k_.ops.size(); ++i) {
     OpId id{i};
     const auto* copy = std::get_if<tile::op::ToShared>(&k_.Get(id).node);
-    if (!copy || !synth::IsTma(plan_.ops.at(i).typed_instruction.kind)) continue;
+    if (!copy || !synth::IsTma(plan_.ops.at(i).instruction.kind)) continue;
     stages = std::max(stages, plan_.values.at(k_.Get(id).results.at(0).index).stages);
     TensorMapIndex(id, *copy);
   }
@@ -193,7 +193,7 @@ llvm::Value* Emitter::Pack(llvm::Value* lo, llvm::Value* hi) {
 Emitter::WgmmaSteps Emitter::PrepareWgmma(OpId id, const tile::Op& op, const tile::op::Mma& m, bool dry) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   ValueId result = op.results.at(0);
-  const layout::Atom* atom = &AtomNamed(synth::Spelling(choice.typed_instruction));
+  const layout::Atom* atom = &AtomNamed(synth::Spelling(choice.instruction));
   WgmmaSteps out;
   int n = out.n = atom->n;
   bool bf16 = out.bf16 = Val(m.b).dtype == Dtype::BF16;
@@ -223,7 +223,7 @@ Emitter::WgmmaSteps Emitter::PrepareWgmma(OpId id, const tile::Op& op, const til
     if (const tile::Value& v = Val(tile); v.def.valid())
       if (const auto* t = std::get_if<tile::op::Transpose>(&k_.Get(v.def).node)) tile = t->src;
     const tile::Value& v = Val(tile);
-    if (v.def.valid() && !synth::IsTma(plan_.ops.at(v.def.index).typed_instruction.kind)) {
+    if (v.def.valid() && !synth::IsTma(plan_.ops.at(v.def.index).instruction.kind)) {
       hopper::FenceProxyAsync(b_);
       break;
     }
@@ -253,7 +253,7 @@ Emitter::WgmmaSteps Emitter::PrepareWgmma(OpId id, const tile::Op& op, const til
   };
   const FlatTv& fa = Flat(atom->Operand("A")->tv);
   const FlatTv& fc = Flat(atom->Operand("C")->tv);
-  std::string what = "`" + synth::Spelling(choice.typed_instruction) + "`";
+  std::string what = "`" + synth::Spelling(choice.instruction) + "`";
   out.k_steps = K / 16;
   for (std::int64_t am = 0; am < gm / 64; ++am)
     for (std::int64_t an = 0; an < gn / n; ++an) {
@@ -364,7 +364,7 @@ std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
   if (!value.def.valid()) return std::nullopt;
   const auto* r = std::get_if<tile::op::ToRegs>(&k_.Get(value.def).node);
   if (!r) return std::nullopt;
-  if (plan_.ops.at(value.def.index).typed_instruction.kind == InstructionKind::kNone || !plan_.values.at(v.index).regs)
+  if (plan_.ops.at(value.def.index).instruction.kind == InstructionKind::kNone || !plan_.values.at(v.index).regs)
     return r->src;
   return std::nullopt;
 }

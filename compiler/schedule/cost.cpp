@@ -261,7 +261,7 @@ std::set<std::uint32_t> FreeOps(const tile::Kernel& kernel, const synth::Plan& p
     for (ValueId v : tile::Operands(op)) ++uses[v.index];
   for (std::size_t i = 0; i < kernel.ops.size(); ++i)
     if (const auto* m = std::get_if<tile::op::Mma>(&kernel.ops[i].node))
-      if (plan.ops[i].typed_instruction.kind == InstructionKind::kWgmma) ++acc_uses[m->acc.index];
+      if (plan.ops[i].instruction.kind == InstructionKind::kWgmma) ++acc_uses[m->acc.index];
   for (OpId id : loop.body) {
     const tile::Op& op = kernel.Get(id);
     const auto* f = std::get_if<tile::op::Fill>(&op.node);
@@ -327,7 +327,7 @@ std::set<std::uint32_t> DeferredProducts(const tile::Kernel& kernel, const synth
     if (!yv.def.valid() || std::find(loop.body.begin(), loop.body.end(), yv.def) == loop.body.end()) continue;
     const auto* m = std::get_if<tile::op::Mma>(&kernel.Get(yv.def).node);
     if (!m || m->acc != c || uses[c.index] != 1 || uses[y.index] != 1) continue;
-    if (plan.ops.at(yv.def.index).typed_instruction.kind != InstructionKind::kWgmma) continue;
+    if (plan.ops.at(yv.def.index).instruction.kind != InstructionKind::kWgmma) continue;
     out.insert(yv.def.index);
     if (carried) carried->push_back(i);
   }
@@ -346,7 +346,7 @@ bool WarpSpecializable(const tile::Kernel& kernel, const synth::Plan& plan, cons
   bool product = false;
   for (tile::OpId id : loop.body) {
     if (std::holds_alternative<tile::op::Loop>(kernel.Get(id).node)) return false;
-    product = product || plan.ops.at(id.index).typed_instruction.kind == InstructionKind::kWgmma;
+    product = product || plan.ops.at(id.index).instruction.kind == InstructionKind::kWgmma;
   }
   return product;
 }
@@ -359,7 +359,7 @@ bool ProducerLowerable(const tile::Kernel& kernel, const synth::Plan& plan, cons
     for (OpId id : n.ops)
       if (n.kind == NodeKind::kLoad) {
         loads = true;
-        if (!synth::IsTma(plan.ops[id.index].typed_instruction.kind)) return false;
+        if (!synth::IsTma(plan.ops[id.index].instruction.kind)) return false;
       }
   return loads;
 }
@@ -460,7 +460,7 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
   int consumers = static_cast<int>(plan.threads / 128);
   bool tma = false;
   for (const Node& n : g.nodes)
-    if (n.kind == NodeKind::kLoad && synth::IsTma(plan.ops[n.ops.front().index].typed_instruction.kind)) tma = true;
+    if (n.kind == NodeKind::kLoad && synth::IsTma(plan.ops[n.ops.front().index].instruction.kind)) tma = true;
   // The lowering's staged product (lowering.h), where the zeroed block it reads fits.
   std::optional<OpId> staged;
   if (auto product = specialized ? StagedProduct(kernel, plan, l) : std::nullopt;

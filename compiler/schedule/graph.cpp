@@ -58,8 +58,7 @@ class Builder {
   // An op that costs nothing and belongs to no node: data flows through it.
   bool Free(OpId id) const {
     const tile::OpNode& node = kernel_.Get(id).node;
-    if (std::holds_alternative<tile::op::ToRegs>(node))
-      return Choice(id).typed_instruction.kind == InstructionKind::kNone;
+    if (std::holds_alternative<tile::op::ToRegs>(node)) return Choice(id).instruction.kind == InstructionKind::kNone;
     return std::holds_alternative<tile::op::View>(node) || std::holds_alternative<tile::op::Transpose>(node) ||
            std::holds_alternative<tile::op::ScalarOp>(node) || std::holds_alternative<tile::op::Constant>(node) ||
            std::holds_alternative<tile::op::Size>(node) || std::holds_alternative<tile::op::BlockIdx>(node) ||
@@ -105,8 +104,8 @@ class Builder {
         std::int64_t transfer = (oc.bytes + machine_.copy_bytes_per_cycle - 1) / machine_.copy_bytes_per_cycle;
         n.occupancy[static_cast<int>(Unit::kCopy)] = transfer;
         n.latency = machine_.copy_latency + transfer;
-        n.issue = synth::IsTma(oc.typed_instruction.kind) ? machine_.tma_issue + 10 * std::max(1, oc.tma_boxes)
-                                                          : IssueCycles(oc.instructions_per_thread);
+        n.issue = synth::IsTma(oc.instruction.kind) ? machine_.tma_issue + 10 * std::max(1, oc.tma_boxes)
+                                                    : IssueCycles(oc.instructions_per_thread);
       } else if (const auto* m = std::get_if<tile::op::Mma>(&op.node)) {
         const tile::Value& a = kernel_.Get(m->a);
         const tile::Value& acc = kernel_.Get(m->acc);
@@ -114,7 +113,7 @@ class Builder {
         n.kind = NodeKind::kMma;
         n.name = MmaName(id);
         n.flops = 2 * dim(acc, 0) * dim(acc, 1) * dim(a, 1);
-        bool wgmma = sm90 && oc.typed_instruction.kind == InstructionKind::kWgmma;
+        bool wgmma = sm90 && oc.instruction.kind == InstructionKind::kWgmma;
         std::int64_t rate = wgmma ? machine_.wgmma_flops_per_cycle : machine_.mma_sync_flops_per_cycle;
         std::int64_t busy = (n.flops + rate - 1) / rate;
         n.occupancy[static_cast<int>(Unit::kTensorCore)] = busy;

@@ -17,7 +17,7 @@ using tile::OpId;
 using tile::ValueId;
 
 InstructionKind KindOf(const synth::Plan& plan, OpId id) {
-  return plan.ops.at(id.index).typed_instruction.kind;
+  return plan.ops.at(id.index).instruction.kind;
 }
 
 // The element bytes of a dtype in memory (sub-byte types round up to one).

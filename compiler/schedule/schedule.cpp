@@ -412,7 +412,7 @@ bool Tma(const Graph& g, const synth::Plan& plan) {
   bool tma = plan.target == synth::Target::Sm90a;
   for (const Node& n : g.nodes)
     for (tile::OpId id : n.ops)
-      if (n.kind == NodeKind::kLoad && !synth::IsTma(plan.ops[id.index].typed_instruction.kind)) tma = false;
+      if (n.kind == NodeKind::kLoad && !synth::IsTma(plan.ops[id.index].instruction.kind)) tma = false;
   return tma;
 }
 

@@ -570,7 +570,7 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
   RowCol ext = Extent(dst);
   (void)SmemLayout(dst);
 
-  switch (choice.typed_instruction.kind) {
+  switch (choice.instruction.kind) {
     case InstructionKind::kTma2d:
     case InstructionKind::kCpAsyncCa:
     case InstructionKind::kCpAsyncCg:
@@ -591,9 +591,9 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
     case InstructionKind::kPipeline:
     case InstructionKind::kLoop:
     case InstructionKind::kScalar:
-      throw Fault("the plan's `" + Spelling(choice.typed_instruction) + "` does not copy into shared memory");
+      throw Fault("the plan's `" + Spelling(choice.instruction) + "` does not copy into shared memory");
   }
-  if (choice.typed_instruction.kind == InstructionKind::kTma2d) {
+  if (choice.instruction.kind == InstructionKind::kTma2d) {
     if (!choice.tma) throw Fault("the plan chose TMA for `" + Name(dst) + "` but gives no box");
     if (rank != 2 || src->param_shape.size() < 2) throw Fault("the simulator's TMA loads are 2-D");
     layout::TmaBox map = *choice.tma;
@@ -638,7 +638,7 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
 void Executor::ExecToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r) {
   ValueId dst = op.results.at(0);
   const synth::OpChoice& choice = plan_.ops.at(id.index);
-  if (choice.typed_instruction.kind == InstructionKind::kNone || !plan_.values.at(dst.index).regs) {
+  if (choice.instruction.kind == InstructionKind::kNone || !plan_.values.at(dst.index).regs) {
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
@@ -706,8 +706,8 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
         written[thread][i] = 1;
       }
   };
-  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
-  switch (choice.typed_instruction.kind) {
+  std::string what = "`" + Spelling(choice.instruction) + "`";
+  switch (choice.instruction.kind) {
     case InstructionKind::kLdmatrix:
     case InstructionKind::kLdShared:
       break;
@@ -730,10 +730,10 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
     case InstructionKind::kScalar:
       throw Fault("the plan's " + what + " does not load into registers");
   }
-  if (choice.typed_instruction.kind == InstructionKind::kLdmatrix) {
+  if (choice.instruction.kind == InstructionKind::kLdmatrix) {
     if (e != 2) throw Fault("ldmatrix moves 16-bit elements, `" + Name(dst) + "` has " + std::to_string(8 * e));
-    int count = choice.typed_instruction.count;
-    bool trans = choice.typed_instruction.trans;
+    int count = choice.instruction.count;
+    bool trans = choice.instruction.trans;
     for (int v = 0; v < Flat(copy).values; ++v) {  // in slice order: instructions of slice v / per_slice
       slice = v / per_slice;
       for (int w = 0; w < Flat(copy).threads / 32; ++w) {
@@ -1068,7 +1068,7 @@ void Executor::ExecMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
   std::int64_t k = Extent(m.a).col;
   LoadStreamed(m.a, true, k);  // streamed operands: their slices, loaded here
   LoadStreamed(m.b, false, k);
-  switch (choice.typed_instruction.kind) {
+  switch (choice.instruction.kind) {
     case InstructionKind::kWgmma:
       return ExecWgmma(choice, m, result);
     case InstructionKind::kMmaSync:
@@ -1090,7 +1090,7 @@ void Executor::ExecMma(OpId id, const tile::Op& op, const tile::op::Mma& m) {
     case InstructionKind::kPipeline:
     case InstructionKind::kLoop:
     case InstructionKind::kScalar:
-      throw Fault("the plan's `" + Spelling(choice.typed_instruction) + "` is not an mma instruction");
+      throw Fault("the plan's `" + Spelling(choice.instruction) + "` is not an mma instruction");
   }
 }
 
@@ -1111,8 +1111,8 @@ std::vector<RowCol> TileOrigins(const FlatTv& acc, std::int64_t cols, int group_
 }
 
 void Executor::ExecMmaSync(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result) {
-  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
-  const layout::Atom& atom = AtomNamed(Spelling(choice.typed_instruction));
+  std::string what = "`" + Spelling(choice.instruction) + "`";
+  const layout::Atom& atom = AtomNamed(Spelling(choice.instruction));
   if (atom.m != 16 || atom.n != 8 || atom.k != 16) throw Fault("the simulator runs mma.sync m16n8k16 only");
   MmaType type = Val(m.a).dtype == Dtype::BF16 ? MmaType::BF16 : MmaType::F16;
   RowCol a_ext = Extent(m.a), c_ext = Extent(result);
@@ -1202,10 +1202,10 @@ SmemOperand Executor::Descriptor(ValueId shared, bool is_b, std::int64_t mn0, st
 }
 
 void Executor::ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, ValueId result) {
-  std::string what = "`" + Spelling(choice.typed_instruction) + "`";
-  const layout::Atom& atom = AtomNamed(Spelling(choice.typed_instruction));
+  std::string what = "`" + Spelling(choice.instruction) + "`";
+  const layout::Atom& atom = AtomNamed(Spelling(choice.instruction));
   int n = atom.n;
-  MmaType type = choice.typed_instruction.type == Dtype::BF16 ? MmaType::BF16 : MmaType::F16;
+  MmaType type = choice.instruction.type == Dtype::BF16 ? MmaType::BF16 : MmaType::F16;
   RowCol c_ext = Extent(result);
   std::int64_t M = c_ext.row, N = c_ext.col, K = Extent(m.a).col;
   int groups = choice.warps_m * choice.warps_n;
@@ -1213,7 +1213,7 @@ void Executor::ExecWgmma(const synth::OpChoice& choice, const tile::op::Mma& m, 
   std::int64_t gm = M / choice.warps_m, gn = N / choice.warps_n;
   if (gm % 64 || gn % n || K % 16)
     throw Fault("the warpgroup tile " + std::to_string(gm) + "x" + std::to_string(gn) + "x" + std::to_string(K) +
-                " is not a whole number of " + Spelling(choice.typed_instruction) + " atoms");
+                " is not a whole number of " + Spelling(choice.instruction) + " atoms");
   auto shared_of = [&](ValueId v) -> std::optional<ValueId> {
     if (Val(v).space == tile::Space::Shared) return v;
     return slots_.at(v.index).shared_alias;

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <sstream>
 
-
 namespace weft::synth {
 
 namespace {
@@ -151,7 +150,7 @@ class Printer {
   }
   std::string Instruction(OpId id) const {
     const OpChoice& oc = plan_.ops[id.index];
-    std::string s = Spelling(oc.typed_instruction);
+    std::string s = Spelling(oc.instruction);
     if (oc.instructions_per_thread > 0) s += ", " + std::to_string(oc.instructions_per_thread) + " per thread";
     if (oc.bytes > 0) s += ", " + std::to_string(oc.bytes) + " bytes";
     return s;

@@ -1,4 +1,4 @@
-// The instruction layout synthesis chose for a tile op (plan.h's OpChoice::typed_instruction): a
+// The instruction layout synthesis chose for a tile op (plan.h's OpChoice::instruction): a
 // kind from instructions.def and the parameters its spelling carries (ldmatrix's count and .trans,
 // a vector's bytes, wgmma's N, the mma's element type, why no instruction is needed).
 //

@@ -105,13 +105,10 @@ struct Access {
 };
 
 struct OpChoice {
-  // The instruction (instruction.h, one of instructions.def's kinds with its parameters).
-  Instruction typed_instruction;
-  // Its spelling (Spelling(typed_instruction)), set once synthesis is done, for the readers that do
-  // not read typed_instruction yet (codegen, schedule): an atom's name (layout::FindAtom) such as
-  // `cp.async.cg.16`, `ldmatrix.x4.trans`, `mma.m16n8k16.bf16`, `wgmma.m64n128k16.bf16`, `tma.2d`,
-  // or a description for ops without an atom (`shfl.bfly x2`, `elementwise`, `none: a view`).
-  std::string instruction;
+  // The instruction: one of instructions.def's kinds with its parameters (instruction.h). Readers
+  // switch over instruction.kind; Spelling(instruction) is what `weft explain` prints (`cp.async.cg.16`,
+  // `ldmatrix.x4.trans`, `wgmma.m64n128k16.bf16`, `shfl.bfly x2`, `none: a view`, ...).
+  Instruction instruction;
   // Copies: which thread moves which elements. (thread, v) -> the (row, col) of the first element
   // of the thread's v-th vector; a vector is vector_bytes of consecutive elements along the tile's
   // last axis (its contiguous axis in global memory).

@@ -613,7 +613,7 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
           if constexpr (std::is_same_v<T, tile::op::ToRegs>) {
             ValueId r = op.results[0];
             if (wgmma_smem_operand_[r.index]) {
-              oc.typed_instruction = Instruction::None("wgmma reads it from shared memory");
+              oc.instruction = Instruction::None("wgmma reads it from shared memory");
               at.values[r.index].mma_operand = o.src.index;
               return;
             }
@@ -631,7 +631,7 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
               for (int count : {4, 2, 1}) {
                 for (bool trans : {false, true}) {
                   if (auto p = FitLdmatrix(reg, count, trans)) {
-                    oc.typed_instruction = Instruction::Ldmatrix(count, trans);
+                    oc.instruction = Instruction::Ldmatrix(count, trans);
                     oc.copy = p->copy;
                     oc.vector_bytes = 16;
                     oc.instructions_per_thread = p->instructions;
@@ -642,7 +642,7 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
               }
             }
             VectorPlan p = FitVector(reg, eb);
-            oc.typed_instruction = Instruction::Vector(InstructionKind::kLdShared, p.bytes);
+            oc.instruction = Instruction::Vector(InstructionKind::kLdShared, p.bytes);
             oc.copy = p.copy;
             oc.vector_bytes = p.bytes;
             oc.instructions_per_thread = p.copy.values();
@@ -652,7 +652,7 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
             if (!at.regs[o.src.index]) return;
             int eb = ElementBytes(src.dtype);
             VectorPlan p = FitVector(*at.regs[o.src.index], eb);
-            oc.typed_instruction = Instruction::Vector(InstructionKind::kStGlobal, p.bytes);
+            oc.instruction = Instruction::Vector(InstructionKind::kStGlobal, p.bytes);
             oc.copy = p.copy;
             oc.vector_bytes = p.bytes;
             oc.instructions_per_thread = p.copy.values();
@@ -664,10 +664,10 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
               auto [gm, gn] = info.tilings[combo[i]];
               oc.warps_m = gm, oc.warps_n = gn;
               if (target_ == Target::Sm80) {
-                oc.typed_instruction = Instruction::MmaSync(info.dtype);
+                oc.instruction = Instruction::MmaSync(info.dtype);
                 oc.instructions_per_thread = (info.m / gm / 16) * (info.n / gn / 8) * (info.k / 16);
               } else {
-                oc.typed_instruction = Instruction::Wgmma(oc.mma_n, info.dtype);
+                oc.instruction = Instruction::Wgmma(oc.mma_n, info.dtype);
                 oc.a_from_shared = info.a_from_shared;
                 // B through a transposed view of an N x K tile is K-major.
                 const auto* load =
@@ -695,7 +695,7 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
             int warps_sharing = (holders + lanes - 1) / std::max(1, lanes);
             oc.shuffles = Log2(std::max(1, lanes));
             oc.shared_trip = warps_sharing > 1;
-            oc.typed_instruction = Instruction::ShflBfly(oc.shuffles);
+            oc.instruction = Instruction::ShflBfly(oc.shuffles);
             oc.instructions_per_thread = (src.values() - res.values()) + res.values() * oc.shuffles;
             if (oc.shared_trip) {
               oc.instructions_per_thread += 2 * res.values() + 1;
@@ -705,32 +705,32 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
           } else if constexpr (std::is_same_v<T, tile::op::Map> || std::is_same_v<T, tile::op::Cast> ||
                                std::is_same_v<T, tile::op::Fill> || std::is_same_v<T, tile::op::Iota>) {
             if (!at.regs[op.results[0].index]) return;
-            oc.typed_instruction = Instruction::Of(std::is_same_v<T, tile::op::Cast>   ? InstructionKind::kCvt
-                                                   : std::is_same_v<T, tile::op::Fill> ? InstructionKind::kMov
-                                                   : std::is_same_v<T, tile::op::Iota> ? InstructionKind::kIota
-                                                                                       : InstructionKind::kElementwise);
+            oc.instruction = Instruction::Of(std::is_same_v<T, tile::op::Cast>   ? InstructionKind::kCvt
+                                             : std::is_same_v<T, tile::op::Fill> ? InstructionKind::kMov
+                                             : std::is_same_v<T, tile::op::Iota> ? InstructionKind::kIota
+                                                                                 : InstructionKind::kElementwise);
             oc.instructions_per_thread = at.regs[op.results[0].index]->values();
           } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
-            oc.typed_instruction = Instruction::None("the same registers");
+            oc.instruction = Instruction::None("the same registers");
           } else if constexpr (std::is_same_v<T, tile::op::Convert>) {
             const auto& a = at.regs[o.src.index];
             const auto& b = at.regs[op.results[0].index];
             if (a && b && SameElements(*a, *b)) {
-              oc.typed_instruction = Instruction::None("the layouts agree");
+              oc.instruction = Instruction::None("the layouts agree");
             } else if (b) {
-              oc.typed_instruction = Instruction::Of(InstructionKind::kThroughShared);
+              oc.instruction = Instruction::Of(InstructionKind::kThroughShared);
               oc.instructions_per_thread = 2 * b->values() + 1;
             }
           } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
-            oc.typed_instruction = Instruction::Of(o.pipelined ? InstructionKind::kPipeline : InstructionKind::kLoop);
+            oc.instruction = Instruction::Of(o.pipelined ? InstructionKind::kPipeline : InstructionKind::kLoop);
           } else if constexpr (std::is_same_v<T, tile::op::View>) {
-            oc.typed_instruction = Instruction::None("a view");
+            oc.instruction = Instruction::None("a view");
           } else if constexpr (std::is_same_v<T, tile::op::Transpose>) {
-            oc.typed_instruction = Instruction::None("a view of " + Name(o.src) + " with the axes swapped");
+            oc.instruction = Instruction::None("a view of " + Name(o.src) + " with the axes swapped");
           } else if constexpr (std::is_same_v<T, tile::op::ToShared>) {
             // chosen with the shared layout below
           } else {
-            oc.typed_instruction = Instruction::Of(InstructionKind::kScalar);
+            oc.instruction = Instruction::Of(InstructionKind::kScalar);
           }
         },
         op.node);
@@ -824,7 +824,7 @@ void Synthesizer::RecordTmaWrite(OpChoice& write, OpId writer, const SharedCandi
   box.swizzle = c.mode;
   write.tma = box;
   write.tma_boxes = static_cast<int>(e.cols / c.box_cols);
-  write.typed_instruction = Instruction::Of(InstructionKind::kTma2d);
+  write.instruction = Instruction::Of(InstructionKind::kTma2d);
   write.instructions_per_thread = write.tma_boxes;  // issued by one thread
   write.note = std::to_string(write.tma_boxes) + " box" + (write.tma_boxes > 1 ? "es" : "") + " of " +
                std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
@@ -914,8 +914,8 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
     for (OpId r : readers) {
       const OpChoice& rc = at.ops[r.index];
       if (!rc.copy) continue;
-      bool ldmatrix = rc.typed_instruction.kind == InstructionKind::kLdmatrix;  // else ld.shared
-      int active = ldmatrix ? 8 * rc.typed_instruction.count : 32;
+      bool ldmatrix = rc.instruction.kind == InstructionKind::kLdmatrix;  // else ld.shared
+      int active = ldmatrix ? 8 * rc.instruction.count : 32;
       auto rd = CountCopyConflicts(*rc.copy, c.layout, eb, rc.vector_bytes, active);
       if (!rd.ok()) {
         ok = false;
@@ -961,7 +961,7 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
     } else {
       write->copy = write_copy;
       write->vector_bytes = write_bytes;
-      write->typed_instruction = Instruction::Vector(
+      write->instruction = Instruction::Vector(
           write_bytes == 16 ? InstructionKind::kCpAsyncCg : InstructionKind::kCpAsyncCa, write_bytes);
       write->instructions_per_thread = write_copy->values();
       at.instructions += write->instructions_per_thread * warps;
@@ -1354,7 +1354,6 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
   if (!errors_.empty()) return errors_;
   plan.values = std::move(best->values);
   plan.ops = std::move(best->ops);
-  for (OpChoice& oc : plan.ops) oc.instruction = Spelling(oc.typed_instruction);
   plan.candidates = candidates;
   plan.cost = best->cost();
   plan.objective = "shared-memory wavefronts + warp instructions per execution: " + std::to_string(best->wavefronts) +

@@ -112,8 +112,8 @@ TEST_CASE("codegen: an instruction that cannot do its op's work is E0750 at the 
   auto plan = synth::Synthesize(*kernel, synth::Target::Sm80);
   REQUIRE(plan.ok());
   for (synth::OpChoice& op : plan->ops)  // the copy and the load: a shuffle cannot move their data
-    if (synth::IsCpAsync(op.typed_instruction.kind) || op.typed_instruction.kind == synth::InstructionKind::kLdShared)
-      op.typed_instruction = synth::Instruction::ShflBfly(5);
+    if (synth::IsCpAsync(op.instruction.kind) || op.instruction.kind == synth::InstructionKind::kLdShared)
+      op.instruction = synth::Instruction::ShflBfly(5);
   auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule::BuildOptions()), sources);
   REQUIRE_FALSE(device.ok());
   REQUIRE(device.error().size() == 1);

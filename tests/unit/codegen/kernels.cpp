@@ -59,7 +59,7 @@ std::vector<Emitted> EmitFile(const std::string& file, synth::Target target,
     auto plan = synth::Synthesize(*kernel, target);
     if (plan) {
       e.synthesized = true;
-      for (const synth::OpChoice& op : plan->ops) e.tma_copies += synth::IsTma(op.typed_instruction.kind);
+      for (const synth::OpChoice& op : plan->ops) e.tma_copies += synth::IsTma(op.instruction.kind);
       schedule::Options schedule_options = schedule::BuildOptions();
       schedule_options.lowering = lowering;
       auto device = EmitKernel(*kernel, *plan, schedule::Build(*kernel, *plan, schedule_options), sources);

@@ -182,28 +182,28 @@ synth::Plan Sm80Plan(const Gemm& g) {
   p.values[g.sb.index].stages = 2;
   p.shared_bytes = 2 * M * K * 2 + 2 * K * N * 2;
   auto& ca = p.ops[g.to_sa.index];
-  ca.typed_instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
+  ca.instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
   ca.vector_bytes = 16;
   ca.copy = MakeTv(M, K, {{4, 0, 8}, {32, 1, 0}}, {{2, 32, 0}});  // rows of 4 vectors, 2 vectors a thread
   auto& cb = p.ops[g.to_sb.index];
-  cb.typed_instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
+  cb.instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
   cb.vector_bytes = 16;
   cb.copy = MakeTv(K, N, {{8, 0, 8}, {16, 1, 0}}, {{2, 16, 0}});
   // ldmatrix.x4 of A: lane 8j + r gives row r of matrix j = (rows 8 (j % 2), cols 8 (j / 2)).
   auto& la = p.ops[g.to_ra.index];
-  la.typed_instruction = synth::Instruction::Ldmatrix(4, false);
+  la.instruction = synth::Instruction::Ldmatrix(4, false);
   la.vector_bytes = 16;
   la.copy = MakeTv(M, K, {{8, 1, 0}, {2, 8, 0}, {2, 0, 8}, {2, 32, 0}, {2, 0, 0}}, {{2, 16, 0}, {2, 0, 16}});
   // ldmatrix.x4.trans of B: lanes 0..15 give k rows 0..15 at n0, lanes 16..31 at n0 + 8.
   auto& lb = p.ops[g.to_rb.index];
-  lb.typed_instruction = synth::Instruction::Ldmatrix(4, true);
+  lb.instruction = synth::Instruction::Ldmatrix(4, true);
   lb.vector_bytes = 16;
   lb.copy = MakeTv(K, N, {{16, 1, 0}, {2, 0, 8}, {2, 0, 0}, {2, 0, 32}}, {{2, 16, 0}, {2, 0, 16}});
   auto& mm = p.ops[g.mma.index];
-  mm.typed_instruction = synth::Instruction::MmaSync(Dtype::BF16);
+  mm.instruction = synth::Instruction::MmaSync(Dtype::BF16);
   mm.warps_m = 2;
   mm.warps_n = 2;
-  p.ops[g.store.index].typed_instruction = synth::Instruction::Vector(synth::InstructionKind::kStGlobal, 2);
+  p.ops[g.store.index].instruction = synth::Instruction::Vector(synth::InstructionKind::kStGlobal, 2);
   return p;
 }
 
@@ -236,12 +236,12 @@ synth::Plan Sm90Plan(const Gemm& g) {
   box.box_dims = {64, 64};
   box.swizzle = layout::SwizzleMode::k128B;
   for (OpId o : {g.to_sa, g.to_sb}) {
-    p.ops[o.index].typed_instruction = synth::Instruction::Of(synth::InstructionKind::kTma2d);
+    p.ops[o.index].instruction = synth::Instruction::Of(synth::InstructionKind::kTma2d);
     p.ops[o.index].tma = box;
   }
   for (OpId o : {g.to_ra, g.to_rb})
-    p.ops[o.index].typed_instruction = synth::Instruction::None("wgmma reads it from shared memory");
-  p.ops[g.mma.index].typed_instruction = synth::Instruction::Wgmma(64, Dtype::BF16);
+    p.ops[o.index].instruction = synth::Instruction::None("wgmma reads it from shared memory");
+  p.ops[g.mma.index].instruction = synth::Instruction::Wgmma(64, Dtype::BF16);
   return p;
 }
 
@@ -329,7 +329,7 @@ TEST_CASE("wrong plans give wrong answers or faults", "[sim][executor]") {
   {
     Gemm g = MakeGemm(64, 64, 32, 128);
     synth::Plan p = Sm80Plan(g);
-    p.ops[g.to_rb.index].typed_instruction = synth::Instruction::Ldmatrix(4, false);  // B's rows are K: it needs .trans
+    p.ops[g.to_rb.index].instruction = synth::Instruction::Ldmatrix(4, false);  // B's rows are K: it needs .trans
     std::string r = wrong_or_fault(g, p);
     CHECK(r != "right");
   }
@@ -419,10 +419,10 @@ TEST_CASE("a row reduction across lanes and warps, broadcast back with expand", 
   p.values[sx.index].shared =
       SwizzledLayout(layout::Swizzle(3, 2, 3), 0, Layout(IntTuple::Tuple({64, 64}), IntTuple::Tuple({64, 1})));
   p.shared_bytes = 64 * 64 * 4;
-  p.ops[o_sx.index].typed_instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
+  p.ops[o_sx.index].instruction = synth::Instruction::Vector(synth::InstructionKind::kCpAsyncCg, 16);
   p.ops[o_sx.index].vector_bytes = 16;
   p.ops[o_sx.index].copy = MakeTv(64, 64, {{16, 0, 4}, {8, 1, 0}}, {{8, 8, 0}});
-  p.ops[o_rx.index].typed_instruction = synth::Instruction::Vector(synth::InstructionKind::kLdShared, 8);
+  p.ops[o_rx.index].instruction = synth::Instruction::Vector(synth::InstructionKind::kLdShared, 8);
   p.ops[o_rx.index].vector_bytes = 8;
   p.ops[o_rx.index].copy =
       MakeTv(64, 64, Concat({ct[0], ct[1]}, {{2, 32, 0}, {2, 0, 32}}), {{2, 8, 0}, {2, 16, 0}, {4, 0, 8}});

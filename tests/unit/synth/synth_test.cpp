@@ -89,8 +89,8 @@ const layout::Atom& Atom(const std::string& name) {
 // 2 * (count * i + j) + e (plan.h's convention).
 void CheckLdmatrixRealizes(const OpChoice& oc, const TvLayout& reg) {
   REQUIRE(oc.copy.has_value());
-  bool trans = oc.typed_instruction.trans;
-  int count = oc.typed_instruction.count;
+  bool trans = oc.instruction.trans;
+  int count = oc.instruction.count;
   const layout::Atom& atom = Atom("ldmatrix.x" + std::to_string(count) + (trans ? ".trans" : ""));
   const TvLayout& regs = atom.Operand("dst")->tv;  // (lane, (e, j)) -> stored row + 8N * col
   const TvLayout& copy = *oc.copy;
@@ -173,12 +173,12 @@ TEST_CASE("gemm on sm_80: mma.sync, ldmatrix, 16-byte cp.async into conflict-fre
   std::map<std::string, int> instructions;
   for (std::size_t i = 0; i < k.ops.size(); ++i) {
     const OpChoice& oc = plan->ops[i];
-    ++instructions[Spelling(oc.typed_instruction)];
+    ++instructions[Spelling(oc.instruction)];
     for (const Access& a : oc.accesses) {
       INFO(a.what);
       CHECK(a.conflicts.wavefronts == a.conflicts.ideal);  // 0 extra wavefronts
     }
-    if (oc.typed_instruction.kind == InstructionKind::kLdmatrix) {
+    if (oc.instruction.kind == InstructionKind::kLdmatrix) {
       ValueId r = k.ops[i].results[0];
       CheckLdmatrixRealizes(oc, *plan->values[r.index].regs);
     }
@@ -215,7 +215,7 @@ TEST_CASE("gemm on sm_80: without a swizzle, ldmatrix.trans reads of the B tile 
   REQUIRE(plan.ok());
   for (std::size_t i = 0; i < k.ops.size(); ++i) {
     const OpChoice& oc = plan->ops[i];
-    if (oc.typed_instruction != Instruction::Ldmatrix(4, true)) continue;
+    if (oc.instruction != Instruction::Ldmatrix(4, true)) continue;
     ValueId src = std::get<tile::op::ToRegs>(k.ops[i].node).src;
     const layout::SwizzledLayout& chosen = *plan->values[src.index].shared;
     layout::SwizzledLayout plain(layout::Swizzle(0, 3, 3), 0, chosen.layout());
@@ -233,7 +233,7 @@ TEST_CASE("gemm on sm_90a: wgmma from 128-byte swizzled tiles that TMA fills", "
   int tma = 0, wgmma = 0;
   for (std::size_t i = 0; i < k.ops.size(); ++i) {
     const OpChoice& oc = plan->ops[i];
-    if (oc.typed_instruction.kind == InstructionKind::kTma2d) {
+    if (oc.instruction.kind == InstructionKind::kTma2d) {
       ++tma;
       REQUIRE(oc.tma.has_value());
       CHECK(oc.tma->swizzle == layout::SwizzleMode::k128B);
@@ -243,7 +243,7 @@ TEST_CASE("gemm on sm_90a: wgmma from 128-byte swizzled tiles that TMA fills", "
       box.global_strides_bytes = {8192};
       CHECK(layout::CheckTmaBox(box).ok());
     }
-    if (oc.typed_instruction == Instruction::Wgmma(128, Dtype::BF16)) {
+    if (oc.instruction == Instruction::Wgmma(128, Dtype::BF16)) {
       ++wgmma;
       CHECK(oc.a_from_shared);
       CHECK(oc.desc_a.has_value());
@@ -300,7 +300,7 @@ TEST_CASE("gemm with column-major B on sm_80: the view of sb is read by ldmatrix
   std::map<std::string, int> instructions;
   for (std::size_t i = 0; i < k.ops.size(); ++i) {
     const OpChoice& oc = plan->ops[i];
-    ++instructions[Spelling(oc.typed_instruction)];
+    ++instructions[Spelling(oc.instruction)];
     for (const Access& a : oc.accesses) {
       INFO(a.what);
       CHECK(a.conflicts.wavefronts == a.conflicts.ideal);
@@ -337,12 +337,12 @@ TEST_CASE("gemm with column-major B on sm_90a: wgmma's B descriptor is K-major",
   int wgmma = 0, tma = 0;
   for (std::size_t i = 0; i < k.ops.size(); ++i) {
     const OpChoice& oc = plan->ops[i];
-    if (oc.typed_instruction.kind == InstructionKind::kTma2d) {
+    if (oc.instruction.kind == InstructionKind::kTma2d) {
       ++tma;
       REQUIRE(oc.tma.has_value());
       CHECK(oc.tma->box_dims == std::vector<std::int64_t>{64, 128});  // the parent's box
     }
-    if (oc.typed_instruction.kind == InstructionKind::kWgmma) {
+    if (oc.instruction.kind == InstructionKind::kWgmma) {
       ++wgmma;
       CHECK_FALSE(oc.b_mn_major);
       REQUIRE(oc.desc_a.has_value());
@@ -364,7 +364,7 @@ TEST_CASE("attention: P in the first mma's accumulator layout is the second mma'
     for (std::size_t i = 0; i < k.ops.size(); ++i) {
       const OpChoice& oc = plan->ops[i];
       for (const Access& a : oc.accesses) CHECK(a.conflicts.wavefronts == a.conflicts.ideal);
-      if (oc.typed_instruction.kind == InstructionKind::kLdmatrix)
+      if (oc.instruction.kind == InstructionKind::kLdmatrix)
         CheckLdmatrixRealizes(oc, *plan->values[k.ops[i].results[0].index].regs);
       if (std::holds_alternative<tile::op::Reduce>(k.ops[i].node)) {
         CHECK(oc.shuffles == 2);  // the 4 lanes of a quad share a row
