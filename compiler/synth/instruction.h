@@ -3,8 +3,10 @@
 // a vector's bytes, wgmma's N, the mma's element type, why no instruction is needed).
 //
 // Readers switch over InstructionKind without a default case, so that a new row of
-// instructions.def is a warning (-Wswitch) in each of them until it is handled. Nothing reads the
-// spelling back: it is what `weft explain` and error messages print (ParseInstruction is for tests).
+// instructions.def is a warning (-Wswitch) in each of them until it is handled. Nothing tests the
+// spelling: it is what `weft explain` and error messages print, and for an instruction with an atom
+// the atom's name (layout::FindAtom, which sim and codegen use for the atom's fragment layouts).
+// ParseInstruction, its inverse, is for tests.
 //
 // Internal to synth and its readers (sim, schedule, codegen); a library of its own (weft_instruction)
 // so that they link it without linking synth.
