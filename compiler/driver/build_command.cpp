@@ -169,6 +169,7 @@ struct MainGraph {
   graph::Graph graph;
   graph::Plan plan;
   std::map<std::string, tile::Kernel> epilogues;  // by name: the plan's epilogue kernels
+  std::vector<Diagnostic> warnings;               // the slow paths the plan takes (graph::SlowPaths)
 };
 
 Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, const core::VarStore& vars,
@@ -217,7 +218,8 @@ Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, 
       again = true;
     }
     if (again) continue;
-    MainGraph out{std::move(*graph), std::move(plan), {}};
+    MainGraph out{std::move(*graph), std::move(plan), {}, {}};
+    out.warnings = graph::SlowPaths(out.graph, out.plan);
     for (const graph::Group& group : out.plan.groups) {
       auto epilogue = group.epilogue ? graph::EpilogueKernel(out.graph, group.nodes, group.kernel) : std::nullopt;
       if (auto it = epilogue ? built.find(graph::EpilogueText(*epilogue)) : built.end(); it != built.end())
@@ -233,10 +235,11 @@ Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, 
 Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(const core::Module& module, const core::VarStore& vars,
                                                                  const core::Def& main, SourceManager& sources,
                                                                  std::optional<check::CheckResult>& stdlib,
-                                                                 codegen::HostOptions host) {
+                                                                 codegen::HostOptions host, Diagnostics& warnings) {
   if (!stdlib) stdlib = CheckStdlibKernels(sources);
   auto planned = PlanMain(module, vars, main, host.target, stdlib ? &*stdlib : nullptr);
   if (!planned) return planned.error();
+  for (const Diagnostic& d : planned->warnings) warnings.Add(d);
   if (stdlib) {
     host.stdlib = &stdlib->module;
     host.stdlib_vars = &stdlib->vars;
@@ -247,7 +250,7 @@ Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(const core::Mod
 
 Result<codegen::HostModule, std::vector<Diagnostic>> LowerMainOf(Checked& c, const codegen::HostOptions& host,
                                                                  const core::Def& main) {
-  return LowerMainOf(c.result->module, c.result->vars, main, c.sources, c.stdlib, host);
+  return LowerMainOf(c.result->module, c.result->vars, main, c.sources, c.stdlib, host, c.diagnostics);
 }
 
 void CheckFile(const std::string& path, Checked& c) {
@@ -336,9 +339,21 @@ void Walk(const core::Module& module, core::ExprId id, std::set<std::string>& se
              e.node);
 }
 
+bool Warned(const Diagnostics& diagnostics) {
+  for (const Diagnostic& d : diagnostics.all())
+    if (Info(d.kind).severity == Severity::Warning) return true;
+  return false;
+}
+
+// The diagnostics to `err` (warnings not with -w); 1 on an error, or a warning under --Werror.
 int Report(const Options& options, const SourceManager& sources, const Diagnostics& diagnostics, std::ostream& err) {
   bool color = UseColor(options.color, STDERR_FILENO);
-  for (const Diagnostic& d : diagnostics.all()) err << Render(sources, d, color);
+  for (const Diagnostic& d : diagnostics.all())
+    if (!options.no_warnings || Info(d.kind).severity != Severity::Warning) err << Render(sources, d, color);
+  if (options.warnings_as_errors && !options.no_warnings && Warned(diagnostics)) {
+    err << "weft: error: warnings are errors (--Werror)\n";
+    return 1;
+  }
   return diagnostics.has_errors() ? 1 : 0;
 }
 
@@ -494,13 +509,15 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   codegen::HostOptions host;
   host.target = probe.target.value_or(synth::Target::Sm90a);
   std::optional<check::CheckResult> stdlib;
-  auto program = LowerMainOf(module, vars, main, sources, stdlib, host);
+  Diagnostics warnings;
+  auto program = LowerMainOf(module, vars, main, sources, stdlib, host, warnings);
   if (!program) {
     for (const Diagnostic& d : program.error()) diagnostics.Add(d);
     return give_up("`main` does not compile for the GPU (" + Located(sources, program.error().front()) + ")");
   }
   // 2. Is there a GPU?
   if (!probe.target) return give_up("no GPU (" + probe.reason + ")");
+  if (Report(options, sources, warnings, err) != 0) return 1;  // --Werror
   // 3. Build, then run with FILE as `arg 0` and ARGS after it.
   TempDir temp;
   std::string exe = temp.path() + "/program";
@@ -557,6 +574,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       for (const Diagnostic& d : planned.error()) c.diagnostics.Add(d);
       return Report(options, c.sources, c.diagnostics, err);
     }
+    for (const Diagnostic& d : planned->warnings) c.diagnostics.Add(d);
     out << graph::Print(planned->graph, planned->plan, c.result->vars, c.sources);
     out.flush();
     return Report(options, c.sources, c.diagnostics, err);
@@ -597,7 +615,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       if (!emit) {
         if (!program) {
           for (const Diagnostic& d : program.error()) c.diagnostics.Add(d);
-        } else {
+        } else if (!options.warnings_as_errors || options.no_warnings || !Warned(c.diagnostics)) {
           BuildExecutable(*program, *target, c.sources, options.output, c.diagnostics);
         }
         return Report(options, c.sources, c.diagnostics, err);

@@ -36,6 +36,7 @@ constexpr CommandInfo kCommands[] = {
      ".npy files and standard output; `arg i` is the i-th of ARGS (`arg 0` is FILE).\n"
      "  --cpu             run on the interpreter, without looking for a GPU\n"
      "  --gpu             run on the GPU or fail (exit status 1) with the reason it cannot\n"
+     "  -w, --Werror      no warnings; warnings are errors (as `weft build`)\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
      "A failed run-time check, a bad .npy file or an index out of bounds stops the program with an\n"
      "error that names the place in FILE, and exit status 1.\n"},
@@ -124,6 +125,8 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=graph      print `main` as a dataflow graph, the kernels its operations fuse into and\n"
      "                    its device buffers (docs/graph.md)\n"
      "  --kernel NAME     only this kernel of FILE (with --emit)\n"
+     "  -w                no warnings (a product or attention left on a slow path is W0900, W0901)\n"
+     "  --Werror          warnings are errors: nothing is built\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"
      "Environment: WEFT_CC (the C compiler driver that links, `cc` by default), WEFT_RUNTIME_LIB (the\n"
      "runtime archive to link), WEFT_PTXAS (ptxas, to embed cubins; empty: PTX only).\n"},
@@ -246,6 +249,10 @@ bool ParseArgument(const std::vector<std::string>& args, std::size_t& i, Options
              TakeValue(args, i, "target", value)) {
     options.target = value;
     target_given = true;
+  } else if ((options.command == Command::Build || options.command == Command::Run) && arg == "-w") {
+    options.no_warnings = true;
+  } else if ((options.command == Command::Build || options.command == Command::Run) && arg == "--Werror") {
+    options.warnings_as_errors = true;
   } else if (options.command == Command::Explain && args[i] == "--no-timings") {
     options.timings = false;
   } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&

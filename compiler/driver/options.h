@@ -51,6 +51,10 @@ struct Options {
   // model predicts for (`h100`, `h200`); `sizes` and `scalars` above are its inputs.
   bool timings = true;
   std::string machine = "h100";
+  // `weft build` and `weft run`: warnings (W0900-: a path predicted much slower than the best one)
+  // silenced (-w), or errors that stop the build (--Werror).
+  bool no_warnings = false;
+  bool warnings_as_errors = false;
 };
 
 // Parses argv; on bad usage returns nothing and sets `error` to a one-line explanation.

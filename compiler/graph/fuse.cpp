@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "graph/epilogue.h"
 #include "graph/graph.h"
@@ -249,7 +250,7 @@ class Fuser {
       }
       if (n.kind == Kind::MatMul) {
         if (options_.stdlib_gemm) {
-          if (std::optional<std::string> kernel = StdlibGemm(id)) {
+          if (auto kernel = StdlibGemm(id)) {
             // With the work after it, when the kernel tier spells all of it (graph/epilogue.h).
             std::string not_epilogue;
             auto plain = options_.plain_products.find(id.index);
@@ -301,22 +302,35 @@ class Fuser {
   }
 
   // The stdlib gemm kernel that computes product `id` as the graph means it (its operands as they
-  // are stored, its result in the product's dtype), or none.
-  std::optional<std::string> StdlibGemm(NodeId id) const {
+  // are stored, its result in the product's dtype), or why none does.
+  struct NoGemm {
+    std::string why;
+  };
+  weft::Result<std::string, NoGemm> StdlibGemm(NodeId id) const {
     const Node& mm = Get(id);
     const Node& a = Get(mm.args[0]);
     const Node& b = Get(mm.args[1]);
-    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) return std::nullopt;
-    if (a.shape.size() != 2 || b.shape.size() != 2 || a.kind == Kind::View) return std::nullopt;
-    if (!TileMayDivide(mm)) return std::nullopt;
+    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16))
+      return NoGemm{std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) +
+                    (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands"};
+    if (a.shape.size() != 2 || b.shape.size() != 2) return NoGemm{std::string("batched: the stdlib gemm takes rank-2 operands")};
+    if (a.kind == Kind::View) return NoGemm{std::string("its a operand is a view (" + a.fn + "), which the stdlib gemm does not read")};
+    if (!TileMayDivide(mm)) return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
     // A transposed b read by the product alone is the `_nt` kernel's operand, stored as [n, k].
     bool nt = b.kind == Kind::View;
-    if (nt && (b.fn != "transpose" || users_[mm.args[1].index].size() != 1 || Get(b.args[0]).kind == Kind::View))
-      return std::nullopt;
+    if (nt && b.fn != "transpose")
+      return NoGemm{std::string("its b operand is a view (" + b.fn + "), which the stdlib gemm does not read")};
+    if (nt && users_[mm.args[1].index].size() != 1)
+      return NoGemm{std::string("its b operand is a transpose that other work reads too")};
+    if (nt && Get(b.args[0]).kind == Kind::View)
+      return NoGemm{std::string("its b operand is a transpose of a view (" + Get(b.args[0]).fn + ")")};
     std::string in(Spelling(a.dtype));
-    if (mm.dtype == Dtype::F32)
-      return nt && a.dtype != Dtype::BF16 ? std::nullopt : std::optional("gemm_" + in + (nt ? "_nt" : ""));
-    if (nt) return std::nullopt;  // the `_nt` kernel writes f32 only
+    if (mm.dtype == Dtype::F32) {
+      if (nt && a.dtype != Dtype::BF16) return NoGemm{"the `_nt` kernel takes bf16 operands, not " + in};
+      return "gemm_" + in + (nt ? "_nt" : "");
+    }
+    if (nt)
+      return NoGemm{"its b operand is transposed, and the `_nt` kernel writes f32, not " + std::string(Spelling(mm.dtype))};
     return "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
   }
 
@@ -333,19 +347,8 @@ class Fuser {
 
   // Why a product runs on the generic kernel.
   void WhyGeneric(std::int64_t g, NodeId id) {
-    graph::Group& group = plan_.groups[static_cast<std::size_t>(g)];
-    const Node& mm = Get(id);
-    const Node& a = Get(mm.args[0]);
-    const Node& b = Get(mm.args[1]);
-    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16)) {
-      group.why = std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) + " operands";
-    } else if (a.shape.size() != 2 || b.shape.size() != 2) {
-      group.why = "batched: the stdlib gemm takes rank-2 operands";
-    } else if (!TileMayDivide(mm)) {
-      group.why = "the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes";
-    } else {
-      group.why = "operands read through views the stdlib gemm does not take";
-    }
+    auto kernel = StdlibGemm(id);
+    plan_.groups[static_cast<std::size_t>(g)].why = kernel ? "" : kernel.error().why;
   }
 
   // softmax(matmul_f32 q (transpose k) * rsqrt (cast f32 d)) cast to bf16, times v: the stdlib
@@ -363,6 +366,7 @@ class Fuser {
         plan_.groups[static_cast<std::size_t>(g)].why = why;
       } else if (!why.empty()) {
         why_not_attention_.emplace(Get(id).args[0].index, why);  // the softmax's `cast bf16`
+        plan_.generic_attention.emplace_back(id, why);
       }
     }
   }
@@ -570,6 +574,36 @@ std::size_t Plan::Kernels() const {
   std::size_t n = 0;
   for (const Group& g : groups) n += g.kind == GroupKind::Host ? 0 : 1;
   return n;
+}
+
+std::vector<Diagnostic> SlowPaths(const Graph& graph, const Plan& plan) {
+  // One warning a place: a function inlined at several calls has its products at the same spans,
+  // and an attention left as its parts is one warning (W0901), not one a product.
+  std::vector<Diagnostic> out;
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> seen;  // spans already warned
+  auto add = [&](Diagnostic d) {
+    if (seen.insert({d.span.file.index, d.span.begin, d.span.end}).second) out.push_back(std::move(d));
+  };
+  for (const auto& [id, why] : plan.generic_attention)
+    add(MakeDiagnostic(DiagnosticKind::GenericAttention, graph.Get(id).span, why));
+  std::set<std::uint32_t> attention_products;  // the `@` of each such pattern and its Q K^T
+  for (const auto& [id, why] : plan.generic_attention) {
+    attention_products.insert(id.index);
+    for (NodeId n = graph.Get(id).args[0]; graph.Get(n).kind != Kind::MatMul && !graph.Get(n).args.empty();)
+      n = graph.Get(n).args[0], attention_products.insert(n.index);
+  }
+  for (const Group& group : plan.groups) {
+    if (group.kind != GroupKind::Gemm || !group.kernel.empty()) continue;
+    for (NodeId id : group.nodes) {
+      const Node& n = graph.Get(id);
+      if (n.kind != Kind::MatMul || attention_products.count(id.index)) continue;
+      Dtype d = graph.Get(n.args[0]).dtype;
+      if (d == Dtype::BF16 || d == Dtype::F16 || d == Dtype::F8E4M3 || d == Dtype::F8E5M2)
+        add(MakeDiagnostic(DiagnosticKind::GenericProduct, n.span, std::string(Spelling(d)),
+                           group.why.empty() ? "no stdlib gemm was tried" : group.why));
+    }
+  }
+  return out;
 }
 
 Plan Fuse(const Graph& graph, const FuseOptions& options) {

@@ -172,6 +172,8 @@ struct Plan {
   std::vector<std::int64_t> buffer_of;  // per node: its buffer, -1 when it has none (a view, a
                                         // value inside a kernel, a host scalar)
   std::size_t Kernels() const;          // groups that are GPU kernels (not Host)
+  // Attention patterns (their `@` node) left as products and a row kernel, and why.
+  std::vector<std::pair<NodeId, std::string>> generic_attention;
 };
 
 struct FuseOptions {
@@ -192,6 +194,11 @@ struct FuseOptions {
 
 // Groups the graph's nodes into kernels (docs/graph.md, "What fuses") and plans the buffers.
 Plan Fuse(const Graph& graph, const FuseOptions& options = {});
+
+// The slow paths the plan takes, each a warning at its source location (W0900: an f16, bf16 or f8
+// product on the generic SIMT kernel; W0901: an attention pattern left as products and a row
+// kernel), with the reason the fast kernel does not take it.
+std::vector<Diagnostic> SlowPaths(const Graph& graph, const Plan& plan);
 
 // The graph and its plan as text (`weft build --emit=graph`).
 std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);
