@@ -342,9 +342,9 @@ class Emitter {
   void EmitProducer(const Specialized& s);
   void EmitProducerLoop(const Specialized& s);
   const Specialized* specialized_ = nullptr;  // lowering_.roles
-  llvm::Value* leader_ = nullptr;  // the thread IfThread0 runs on: tid == 0, or this one (the producer)
-  bool turns_ = false;             // inside a ping-pong loop's body: products take turns
-  bool consumers_only_ = false;    // Barrier() syncs the kernel's threads alone (bar.sync 1, threads)
+  llvm::Value* leader_ = nullptr;             // the thread IfThread0 runs on: tid == 0, or this one (the producer)
+  bool turns_ = false;                        // inside a ping-pong loop's body: products take turns
+  bool consumers_only_ = false;               // Barrier() syncs the kernel's threads alone (bar.sync 1, threads)
 
   void EmitMap(const tile::op::Map& m, ValueId result);
   void EmitReduce(const tile::op::Reduce& r, ValueId result);

@@ -199,7 +199,8 @@ void Emitter::StartLoop(LoopEmission& l) {
   // A gemm's ring (MmaRing): the mma's operands are loaded a slice ahead, slice 0 of iteration 0
   // before the loop, once it has landed.
   for (OpId id : copies)
-    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node)) l.ring_tiles.insert(k_.Get(id).results.at(0).index);
+    if (std::holds_alternative<tile::op::ToShared>(k_.Get(id).node))
+      l.ring_tiles.insert(k_.Get(id).results.at(0).index);
   if (ring_mma) {
     const auto& m = std::get<tile::op::Mma>(k_.Get(*ring_mma).node);
     ring_slices = Extent(m.a).col / 16;
@@ -352,8 +353,7 @@ void Emitter::EmitTmaIteration(LoopEmission& l) {
       const tile::Op& body_op = k_.Get(id);
       if (staged_ && staged_->pending) {
         const auto operands = tile::Operands(body_op);
-        if (std::find(operands.begin(), operands.end(), loop.carried[staged_->carried]) != operands.end())
-          StageWait();
+        if (std::find(operands.begin(), operands.end(), loop.carried[staged_->carried]) != operands.end()) StageWait();
       }
       if (copy_ops.count(id.index) && std::holds_alternative<tile::op::ToShared>(body_op.node)) {
         ValueId dst = body_op.results.at(0);

@@ -161,7 +161,8 @@ ViewResult At(const StridedView& view, int axis, const Dim& index) {
 }
 
 ViewResult Broadcast(const StridedView& view, const std::vector<Dim>& shape) {
-  if (shape.size() < view.rank()) return "a broadcast of " + Rank(view.rank()) + " to rank " + std::to_string(shape.size());
+  if (shape.size() < view.rank())
+    return "a broadcast of " + Rank(view.rank()) + " to rank " + std::to_string(shape.size());
   StridedView out;
   out.offset = view.offset;
   std::size_t added = shape.size() - view.rank();
@@ -219,8 +220,7 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
     if (!merged) return merged.error();
     out.axes.push_back(StridedAxis{std::move(*merged)});
   }
-  if (next != modes.size())
-    return "the new shape's extents end before the view's elements (its product is smaller)";
+  if (next != modes.size()) return "the new shape's extents end before the view's elements (its product is smaller)";
   return out;
 }
 

@@ -313,9 +313,12 @@ class Fuser {
     if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16))
       return NoGemm{std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) +
                     (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands"};
-    if (a.shape.size() != 2 || b.shape.size() != 2) return NoGemm{std::string("batched: the stdlib gemm takes rank-2 operands")};
-    if (a.kind == Kind::View) return NoGemm{std::string("its a operand is a view (" + a.fn + "), which the stdlib gemm does not read")};
-    if (!TileMayDivide(mm)) return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
+    if (a.shape.size() != 2 || b.shape.size() != 2)
+      return NoGemm{std::string("batched: the stdlib gemm takes rank-2 operands")};
+    if (a.kind == Kind::View)
+      return NoGemm{std::string("its a operand is a view (" + a.fn + "), which the stdlib gemm does not read")};
+    if (!TileMayDivide(mm))
+      return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
     // A transposed b read by the product alone is the `_nt` kernel's operand, stored as [n, k].
     bool nt = b.kind == Kind::View;
     if (nt && b.fn != "transpose")
@@ -330,7 +333,8 @@ class Fuser {
       return "gemm_" + in + (nt ? "_nt" : "");
     }
     if (nt)
-      return NoGemm{"its b operand is transposed, and the `_nt` kernel writes f32, not " + std::string(Spelling(mm.dtype))};
+      return NoGemm{"its b operand is transposed, and the `_nt` kernel writes f32, not " +
+                    std::string(Spelling(mm.dtype))};
     return "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
   }
 

@@ -364,146 +364,184 @@ bool ProducerLowerable(const tile::Kernel& kernel, const synth::Plan& plan, cons
   return loads;
 }
 
-Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
-                   const Machine& machine, const CostInputs& inputs) {
-  Prediction p;
-  p.machine = std::string(machine.name);
-  // 1. Sizes: given, else `default_size` (16 for a size that only ever indexes leading axes).
-  std::map<core::SizeVarId, std::int64_t> sizes;
-  for (const auto& [var, name] : kernel.size_names) {
-    bool leading_only = true, seen = false;
-    for (const tile::Param& param : kernel.params) {
-      const tile::Value& v = kernel.Get(param.value);
-      for (std::size_t axis = 0; axis < v.shape.size(); ++axis) {
-        if (!v.shape[axis].Mentions(var)) continue;
-        seen = true;
-        if (axis + 2 >= v.shape.size()) leading_only = false;
-      }
-    }
-    auto given = inputs.sizes.find(name);
-    sizes[var] = given != inputs.sizes.end() ? given->second : seen && leading_only ? 16 : inputs.default_size;
-    if (!p.sizes.empty()) p.sizes += ", ";
-    p.sizes += name + " = " + std::to_string(sizes[var]);
+namespace {
+
+// Predict's steps (cost.h) over what they share: each step one method, in order.
+struct PredictionSteps {
+  PredictionSteps(const tile::Kernel& k, const synth::Plan& pl, const LoopSchedule& lp, const Machine& m,
+                  const CostInputs& in)
+      : kernel(k),
+        plan(pl),
+        loop(lp),
+        machine(m),
+        inputs(in),
+        l(std::get<tile::op::Loop>(k.Get(lp.graph.loop).node)),
+        g(lp.graph) {
+    p.machine = std::string(machine.name);
   }
-  auto size = [&](core::SizeVarId v) {
+  const tile::Kernel& kernel;
+  const synth::Plan& plan;
+  const LoopSchedule& loop;
+  const Machine& machine;
+  const CostInputs& inputs;
+  const tile::op::Loop& l;
+  const Graph& g;
+  Prediction p;
+  std::map<core::SizeVarId, std::int64_t> sizes;
+  std::map<std::uint32_t, double> params, bools;  // scalar parameters, and the bool ones
+  std::vector<std::int64_t> grid;
+  std::optional<Scalars> scalars;
+  std::vector<std::int64_t> trips, masked;  // per block evaluated: its iterations, those masked
+  double scale = 1, total_trips = 0;
+  bool specialized = false, tma = false, turns = false;
+  int consumers = 1;
+  std::optional<OpId> staged;
+  std::set<std::uint32_t> masks;
+  std::int64_t busiest = 0, busiest_folded = 0, issue = 0, issue_folded = 0;
+  double folded = 0;
+
+  std::int64_t Size(core::SizeVarId v) const {
     auto it = sizes.find(v);
     return it == sizes.end() ? inputs.default_size : it->second;
-  };
-  // Scalar parameters: given, else 0 (false). Bools are what codegen decides the body on.
-  std::map<std::uint32_t, double> params, bools;
-  for (const tile::Param& param : kernel.params) {
-    const tile::Value& v = kernel.Get(param.value);
-    if (v.space == tile::Space::Global || param.out) continue;
-    auto given = inputs.scalars.find(param.name);
-    double x = given != inputs.scalars.end() ? given->second : 0.0;
-    params[param.value.index] = x;
-    if (v.dtype == Dtype::Bool) {
-      bools[param.value.index] = x;
-      p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + (x != 0 ? "true" : "false");
-    } else if (given != inputs.scalars.end()) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%g", x);
-      p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + buf;
-    }
   }
-  const auto& l = std::get<tile::op::Loop>(kernel.Get(loop.graph.loop).node);
-  const Graph& g = loop.graph;
-  // The grid, and each block's trip count (x fastest, the hardware's launch order).
-  std::vector<std::int64_t> grid;
-  p.blocks = 1;
-  for (const core::Dim& d : kernel.grid) {
-    auto v = core::Evaluate(d, size);
-    grid.push_back(v ? std::max<std::int64_t>(1, *v) : 1);
-    p.blocks *= grid.back();
-  }
-  Scalars scalars(kernel, size, params);
-  constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;
-  std::vector<std::int64_t> trips;
-  bool unknown = false;
-  std::int64_t evaluated = std::min(p.blocks, kMaxBlocks);
-  trips.reserve(static_cast<std::size_t>(evaluated));
   // Block b's indices (x fastest) to the scalars.
-  auto set_block = [&](std::int64_t b) {
+  void SetBlock(std::int64_t b) {
     std::vector<std::int64_t> index;
     for (std::int64_t extent : grid) {
       index.push_back(b % extent);
       b /= extent;
     }
-    scalars.SetBlock(index);
-  };
-  for (std::int64_t b = 0; b < evaluated; ++b) {
-    set_block(b);
-    auto trip = scalars.Get(l.bound);
-    if (!trip) {
-      unknown = true;
-      trips.push_back(64);
-    } else {
-      trips.push_back(std::max<std::int64_t>(0, static_cast<std::int64_t>(*trip)));
-    }
-  }
-  if (unknown) p.note = "trip count unknown: 64 assumed";
-  // Beyond kMaxBlocks blocks, the first ones stand for the rest (the time is scaled).
-  double scale = static_cast<double>(p.blocks) / static_cast<double>(std::max<std::int64_t>(1, evaluated));
-  if (evaluated < p.blocks)
-    p.note += std::string(p.note.empty() ? "" : "; ") + "the first " + std::to_string(evaluated) +
-              " blocks stand for all " + std::to_string(p.blocks);
-  p.trip = trips.empty() ? 0 : *std::max_element(trips.begin(), trips.end());
-  p.trip_min = trips.empty() ? 0 : *std::min_element(trips.begin(), trips.end());
-  double total_trips = 0;
-  for (std::int64_t t : trips) total_trips += static_cast<double>(t);
-  p.trip_mean = trips.empty() ? 0 : total_trips / static_cast<double>(trips.size());
-  for (const Node& n : g.nodes) p.flops += static_cast<double>(n.flops);
-  p.flops *= total_trips * scale;
-
-  // 2. What the loop lowers to.
-  bool specialized = loop.producer;
-  int consumers = static_cast<int>(plan.threads / 128);
-  bool tma = false;
-  for (const Node& n : g.nodes)
-    if (n.kind == NodeKind::kLoad && synth::IsTma(plan.ops[n.ops.front().index].instruction.kind)) tma = true;
-  // The lowering's staged product (lowering.h), where the zeroed block it reads fits.
-  std::optional<OpId> staged;
-  if (auto product = specialized ? StagedProduct(kernel, plan, l) : std::nullopt;
-      product && StagedBlockFits(plan, g.plan_stages))
-    staged = product->first;
-  bool turns = specialized && consumers == 2;  // schedule::LoweringOptions::ping_pong, on by default
-  if (specialized) {
-    p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups " +
-                (turns ? "in ping-pong" : "in lock-step");
-    if (staged)
-      for (const Node& n : g.nodes)
-        if (n.kind == NodeKind::kMma && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end())
-          p.lowered += ", " + n.name + " staged behind the next iteration's first product";
-  } else {
-    p.lowered = tma ? "the TMA ring" : g.plan_stages > 1 ? "the cp.async ring" : "no ring";
+    scalars->SetBlock(index);
   }
 
-  // 3. One iteration, with the masks codegen folds (codegen's AllTrue: the body emitted twice in a
-  // TMA ring, warp-specialized or not) as they are, and all true; the iterations of each block that
-  // need them as they are (causal attention: the diagonal key block).
-  std::set<std::uint32_t> masks;
-  if (specialized || tma)
-    for (OpId id : l.body)
-      if (const auto* m = std::get_if<tile::op::Map>(&kernel.Get(id).node);
-          m && m->fn == "select" && m->args.size() == 3) {
-        const tile::Value& mask = kernel.Get(m->args[0]);
-        if (mask.space == tile::Space::Reg && mask.def.valid() &&
-            std::find(l.body.begin(), l.body.end(), mask.def) != l.body.end())
-          masks.insert(m->args[0].index);
+  void Sizes() {
+    // 1. Sizes: given, else `default_size` (16 for a size that only ever indexes leading axes).
+    for (const auto& [var, name] : kernel.size_names) {
+      bool leading_only = true, seen = false;
+      for (const tile::Param& param : kernel.params) {
+        const tile::Value& v = kernel.Get(param.value);
+        for (std::size_t axis = 0; axis < v.shape.size(); ++axis) {
+          if (!v.shape[axis].Mentions(var)) continue;
+          seen = true;
+          if (axis + 2 >= v.shape.size()) leading_only = false;
+        }
       }
-  std::vector<std::int64_t> masked(trips.size(), 0);
-  for (std::size_t b = 0; b < trips.size() && !masks.empty(); ++b) {
-    set_block(static_cast<std::int64_t>(b));
-    for (std::int64_t j = 0; j < trips[b]; ++j) {
-      scalars.SetCounter(l.counter, static_cast<double>(j));
-      bool all = true;
-      for (std::uint32_t mask : masks) all = all && AllTrue(kernel, scalars, ValueId{mask});
-      masked[b] += all ? 0 : 1;
+      auto given = inputs.sizes.find(name);
+      sizes[var] = given != inputs.sizes.end() ? given->second : seen && leading_only ? 16 : inputs.default_size;
+      if (!p.sizes.empty()) p.sizes += ", ";
+      p.sizes += name + " = " + std::to_string(sizes[var]);
     }
   }
+
+  void ScalarParameters() {
+    // Scalar parameters: given, else 0 (false). Bools are what codegen decides the body on.
+    for (const tile::Param& param : kernel.params) {
+      const tile::Value& v = kernel.Get(param.value);
+      if (v.space == tile::Space::Global || param.out) continue;
+      auto given = inputs.scalars.find(param.name);
+      double x = given != inputs.scalars.end() ? given->second : 0.0;
+      params[param.value.index] = x;
+      if (v.dtype == Dtype::Bool) {
+        bools[param.value.index] = x;
+        p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + (x != 0 ? "true" : "false");
+      } else if (given != inputs.scalars.end()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%g", x);
+        p.sizes += (p.sizes.empty() ? "" : ", ") + param.name + " = " + buf;
+      }
+    }
+  }
+
+  void Trips() {
+    // The grid, and each block's trip count (x fastest, the hardware's launch order).
+    p.blocks = 1;
+    for (const core::Dim& d : kernel.grid) {
+      auto v = core::Evaluate(d, [this](core::SizeVarId x) { return Size(x); });
+      grid.push_back(v ? std::max<std::int64_t>(1, *v) : 1);
+      p.blocks *= grid.back();
+    }
+    scalars.emplace(
+        kernel, [this](core::SizeVarId v) { return Size(v); }, params);
+    constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;
+    bool unknown = false;
+    std::int64_t evaluated = std::min(p.blocks, kMaxBlocks);
+    trips.reserve(static_cast<std::size_t>(evaluated));
+    for (std::int64_t b = 0; b < evaluated; ++b) {
+      SetBlock(b);
+      auto trip = scalars->Get(l.bound);
+      if (!trip) {
+        unknown = true;
+        trips.push_back(64);
+      } else {
+        trips.push_back(std::max<std::int64_t>(0, static_cast<std::int64_t>(*trip)));
+      }
+    }
+    if (unknown) p.note = "trip count unknown: 64 assumed";
+    // Beyond kMaxBlocks blocks, the first ones stand for the rest (the time is scaled).
+    scale = static_cast<double>(p.blocks) / static_cast<double>(std::max<std::int64_t>(1, evaluated));
+    if (evaluated < p.blocks)
+      p.note += std::string(p.note.empty() ? "" : "; ") + "the first " + std::to_string(evaluated) +
+                " blocks stand for all " + std::to_string(p.blocks);
+    p.trip = trips.empty() ? 0 : *std::max_element(trips.begin(), trips.end());
+    p.trip_min = trips.empty() ? 0 : *std::min_element(trips.begin(), trips.end());
+    for (std::int64_t t : trips) total_trips += static_cast<double>(t);
+    p.trip_mean = trips.empty() ? 0 : total_trips / static_cast<double>(trips.size());
+    for (const Node& n : g.nodes) p.flops += static_cast<double>(n.flops);
+    p.flops *= total_trips * scale;
+  }
+
+  void Lowered() {
+    // 2. What the loop lowers to.
+    specialized = loop.producer;
+    consumers = static_cast<int>(plan.threads / 128);
+    tma = false;
+    for (const Node& n : g.nodes)
+      if (n.kind == NodeKind::kLoad && synth::IsTma(plan.ops[n.ops.front().index].instruction.kind)) tma = true;
+    // The lowering's staged product (lowering.h), where the zeroed block it reads fits.
+    if (auto product = specialized ? StagedProduct(kernel, plan, l) : std::nullopt;
+        product && StagedBlockFits(plan, g.plan_stages))
+      staged = product->first;
+    turns = specialized && consumers == 2;  // schedule::LoweringOptions::ping_pong, on by default
+    if (specialized) {
+      p.lowered = "warp-specialized: " + std::to_string(consumers) + " consumer warpgroups " +
+                  (turns ? "in ping-pong" : "in lock-step");
+      if (staged)
+        for (const Node& n : g.nodes)
+          if (n.kind == NodeKind::kMma && std::find(n.ops.begin(), n.ops.end(), *staged) != n.ops.end())
+            p.lowered += ", " + n.name + " staged behind the next iteration's first product";
+    } else {
+      p.lowered = tma ? "the TMA ring" : g.plan_stages > 1 ? "the cp.async ring" : "no ring";
+    }
+  }
+
+  void Masks() {
+    // 3. One iteration, with the masks codegen folds (codegen's AllTrue: the body emitted twice in a
+    // TMA ring, warp-specialized or not) as they are, and all true; the iterations of each block that
+    // need them as they are (causal attention: the diagonal key block).
+    if (specialized || tma)
+      for (OpId id : l.body)
+        if (const auto* m = std::get_if<tile::op::Map>(&kernel.Get(id).node);
+            m && m->fn == "select" && m->args.size() == 3) {
+          const tile::Value& mask = kernel.Get(m->args[0]);
+          if (mask.space == tile::Space::Reg && mask.def.valid() &&
+              std::find(l.body.begin(), l.body.end(), mask.def) != l.body.end())
+            masks.insert(m->args[0].index);
+        }
+    masked.assign(trips.size(), 0);
+    for (std::size_t b = 0; b < trips.size() && !masks.empty(); ++b) {
+      SetBlock(static_cast<std::int64_t>(b));
+      for (std::int64_t j = 0; j < trips[b]; ++j) {
+        scalars->SetCounter(l.counter, static_cast<double>(j));
+        bool all = true;
+        for (std::uint32_t mask : masks) all = all && AllTrue(kernel, *scalars, ValueId{mask});
+        masked[b] += all ? 0 : 1;
+      }
+    }
+  }
+
   // `busiest`: the busiest unit's cycles; `issue`: the vector work's, ALU and SFU together (their
   // instructions share the sub-partitions' issue slots).
-  auto one_iteration = [&](const std::set<std::uint32_t>& free, std::int64_t& busiest, std::int64_t& issue) -> double {
+  double Iteration(const std::set<std::uint32_t>& free, std::int64_t& busiest, std::int64_t& issue) const {
     std::array<std::int64_t, kUnits> unit{};
     for (const Node& n : g.nodes)
       for (int u = 0; u < kUnits; ++u)
@@ -563,95 +601,119 @@ Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const Lo
     for (std::int64_t u : unit) busiest = std::max(busiest, u);
     issue = unit[static_cast<int>(Unit::kAlu)] + unit[static_cast<int>(Unit::kSfu)];
     return std::max(chain, static_cast<double>(busiest));
-  };
-  std::int64_t busiest = 0, busiest_folded = 0, issue = 0, issue_folded = 0;
-  p.iteration = one_iteration(FreeOps(kernel, plan, l, bools), busiest, issue);
-  double folded =
-      masks.empty() ? p.iteration : one_iteration(FreeOps(kernel, plan, l, bools, masks), busiest_folded, issue_folded);
-  if (masks.empty()) busiest_folded = busiest, issue_folded = issue;
-  p.folded_iteration = folded;
-  double masked_total = 0;
-  for (std::int64_t x : masked) masked_total += static_cast<double>(x);
-  p.masked = masks.empty() || trips.empty() ? 0 : masked_total / static_cast<double>(trips.size());
+  }
 
-  // 4. One block: the prologue and epilogue around the loop.
-  double hbm_per_cycle = machine.hbm_bytes_per_second / static_cast<double>(machine.sms) / (machine.clock_ghz * 1e9);
-  double before_bytes = 0, store_bytes = 0;
-  std::vector<OpId> after;
-  bool past = false;
-  for (OpId id : kernel.body) {
-    const tile::Op& op = kernel.Get(id);
-    if (id == g.loop) {
-      past = true;
-      continue;
+  void Iterations() {
+    p.iteration = Iteration(FreeOps(kernel, plan, l, bools), busiest, issue);
+    folded =
+        masks.empty() ? p.iteration : Iteration(FreeOps(kernel, plan, l, bools, masks), busiest_folded, issue_folded);
+    if (masks.empty()) busiest_folded = busiest, issue_folded = issue;
+    p.folded_iteration = folded;
+    double masked_total = 0;
+    for (std::int64_t x : masked) masked_total += static_cast<double>(x);
+    p.masked = masks.empty() || trips.empty() ? 0 : masked_total / static_cast<double>(trips.size());
+  }
+
+  void Edges() {
+    // 4. One block: the prologue and epilogue around the loop.
+    double hbm_per_cycle = machine.hbm_bytes_per_second / static_cast<double>(machine.sms) / (machine.clock_ghz * 1e9);
+    double before_bytes = 0, store_bytes = 0;
+    std::vector<OpId> after;
+    bool past = false;
+    for (OpId id : kernel.body) {
+      const tile::Op& op = kernel.Get(id);
+      if (id == g.loop) {
+        past = true;
+        continue;
+      }
+      if (std::holds_alternative<tile::op::ToShared>(op.node) && !past) before_bytes += plan.ops[id.index].bytes;
+      if (std::holds_alternative<tile::op::Store>(op.node)) store_bytes += plan.ops[id.index].bytes;
+      const tile::OpNode& node = op.node;
+      bool vector = std::holds_alternative<tile::op::Map>(node) || std::holds_alternative<tile::op::Reduce>(node) ||
+                    std::holds_alternative<tile::op::Cast>(node) || std::holds_alternative<tile::op::Convert>(node) ||
+                    std::holds_alternative<tile::op::Expand>(node);
+      if (past && vector) after.push_back(id);
     }
-    if (std::holds_alternative<tile::op::ToShared>(op.node) && !past) before_bytes += plan.ops[id.index].bytes;
-    if (std::holds_alternative<tile::op::Store>(op.node)) store_bytes += plan.ops[id.index].bytes;
-    const tile::OpNode& node = op.node;
-    bool vector = std::holds_alternative<tile::op::Map>(node) || std::holds_alternative<tile::op::Reduce>(node) ||
-                  std::holds_alternative<tile::op::Cast>(node) || std::holds_alternative<tile::op::Convert>(node) ||
-                  std::holds_alternative<tile::op::Expand>(node);
-    if (past && vector) after.push_back(id);
+    double iteration_bytes = 0;
+    for (const Node& n : g.nodes)
+      if (n.kind == NodeKind::kLoad) iteration_bytes += static_cast<double>(n.bytes);
+    p.prologue = static_cast<double>(machine.copy_latency) + (before_bytes + iteration_bytes) / hbm_per_cycle;
+    VectorCycles tail = Vector(kernel, plan, machine, after, {});
+    p.epilogue = static_cast<double>(tail.alu + tail.sfu) + store_bytes / hbm_per_cycle;
   }
-  double iteration_bytes = 0;
-  for (const Node& n : g.nodes)
-    if (n.kind == NodeKind::kLoad) iteration_bytes += static_cast<double>(n.bytes);
-  p.prologue = static_cast<double>(machine.copy_latency) + (before_bytes + iteration_bytes) / hbm_per_cycle;
-  VectorCycles tail = Vector(kernel, plan, machine, after, {});
-  p.epilogue = static_cast<double>(tail.alu + tail.sfu) + store_bytes / hbm_per_cycle;
 
-  // 5. Blocks per SM, then the blocks to the SMs' slots in launch order.
-  std::int64_t threads = plan.threads + (specialized ? 128 : 0);
-  std::int64_t registers = specialized
-                               ? machine.registers_per_sm / std::max(1, plan.blocks_per_sm)  // setmaxnreg's budget
-                               : plan.threads * std::max<std::int64_t>(1, plan.registers_per_thread);
-  std::int64_t shared = plan.shared_bytes;
-  std::int64_t by_shared = shared > 0 ? (228 * 1024) / shared : 32;
-  std::int64_t by_registers = registers > 0 ? machine.registers_per_sm / registers : 32;
-  std::int64_t by_threads = 2048 / std::max<std::int64_t>(1, threads);
-  p.blocks_per_sm =
-      static_cast<int>(std::max<std::int64_t>(1, std::min({by_shared, by_registers, by_threads, std::int64_t{32}})));
-  std::int64_t slots = machine.sms * p.blocks_per_sm;
-  p.waves = static_cast<double>(p.blocks) / static_cast<double>(slots);
-  // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit, and
-  // b x the vector work's issue (ALU and SFU instructions, one issue slot each, measured: two
-  // blocks of one warpgroup's attention at head dim 64 ran 1.25-1.33x the units' bound alone).
-  auto sharing = [&](double one, std::int64_t unit, std::int64_t vector) {
-    std::int64_t b = p.blocks_per_sm;
-    return std::max(one, static_cast<double>(b * (b > 1 ? std::max(unit, vector) : unit)));
-  };
-  double shared_iteration = sharing(p.iteration, busiest, issue);
-  double shared_folded = sharing(folded, busiest_folded, issue_folded);
-  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-  for (std::int64_t s = 0; s < std::min<std::int64_t>(slots, static_cast<std::int64_t>(trips.size())); ++s)
-    free_at.push(0);
-  double end = 0;
-  for (std::size_t b = 0; b < trips.size(); ++b) {
-    double start = free_at.top();
-    free_at.pop();
-    double finish = start + p.prologue + static_cast<double>(masked[b]) * shared_iteration +
-                    static_cast<double>(trips[b] - masked[b]) * shared_folded + p.epilogue;
-    end = std::max(end, finish);
-    free_at.push(finish);
-  }
-  p.schedule_seconds = machine.launch_seconds + end * scale / (machine.clock_ghz * 1e9);
-
-  // 6. The memory bound.
-  double bytes = 0;
-  for (const tile::Param& param : kernel.params) {
-    const tile::Value& v = kernel.Get(param.value);
-    if (v.space != tile::Space::Global) continue;
-    double elements = 1;
-    for (const core::Dim& d : v.shape) {
-      auto x = core::Evaluate(d, size);
-      elements *= x ? static_cast<double>(*x) : 1.0;
+  void Blocks() {
+    // 5. Blocks per SM, then the blocks to the SMs' slots in launch order.
+    std::int64_t threads = plan.threads + (specialized ? 128 : 0);
+    std::int64_t registers = specialized
+                                 ? machine.registers_per_sm / std::max(1, plan.blocks_per_sm)  // setmaxnreg's budget
+                                 : plan.threads * std::max<std::int64_t>(1, plan.registers_per_thread);
+    std::int64_t shared = plan.shared_bytes;
+    std::int64_t by_shared = shared > 0 ? (228 * 1024) / shared : 32;
+    std::int64_t by_registers = registers > 0 ? machine.registers_per_sm / registers : 32;
+    std::int64_t by_threads = 2048 / std::max<std::int64_t>(1, threads);
+    p.blocks_per_sm =
+        static_cast<int>(std::max<std::int64_t>(1, std::min({by_shared, by_registers, by_threads, std::int64_t{32}})));
+    std::int64_t slots = machine.sms * p.blocks_per_sm;
+    p.waves = static_cast<double>(p.blocks) / static_cast<double>(slots);
+    // Blocks that share an SM share its units: an iteration takes at least b x the busiest unit, and
+    // b x the vector work's issue (ALU and SFU instructions, one issue slot each, measured: two
+    // blocks of one warpgroup's attention at head dim 64 ran 1.25-1.33x the units' bound alone).
+    auto sharing = [&](double one, std::int64_t unit, std::int64_t vector) {
+      std::int64_t b = p.blocks_per_sm;
+      return std::max(one, static_cast<double>(b * (b > 1 ? std::max(unit, vector) : unit)));
+    };
+    double shared_iteration = sharing(p.iteration, busiest, issue);
+    double shared_folded = sharing(folded, busiest_folded, issue_folded);
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+    for (std::int64_t s = 0; s < std::min<std::int64_t>(slots, static_cast<std::int64_t>(trips.size())); ++s)
+      free_at.push(0);
+    double end = 0;
+    for (std::size_t b = 0; b < trips.size(); ++b) {
+      double start = free_at.top();
+      free_at.pop();
+      double finish = start + p.prologue + static_cast<double>(masked[b]) * shared_iteration +
+                      static_cast<double>(trips[b] - masked[b]) * shared_folded + p.epilogue;
+      end = std::max(end, finish);
+      free_at.push(finish);
     }
-    bytes += elements * Bits(v.dtype) / 8.0;
+    p.schedule_seconds = machine.launch_seconds + end * scale / (machine.clock_ghz * 1e9);
   }
-  p.memory_seconds = bytes / machine.hbm_bytes_per_second;
-  p.seconds = std::max(p.schedule_seconds, p.memory_seconds);
-  p.bound = p.schedule_seconds >= p.memory_seconds ? "schedule" : "memory";
-  return p;
+
+  void MemoryBound() {
+    // 6. The memory bound.
+    double bytes = 0;
+    for (const tile::Param& param : kernel.params) {
+      const tile::Value& v = kernel.Get(param.value);
+      if (v.space != tile::Space::Global) continue;
+      double elements = 1;
+      for (const core::Dim& d : v.shape) {
+        auto x = core::Evaluate(d, [this](core::SizeVarId v) { return Size(v); });
+        elements *= x ? static_cast<double>(*x) : 1.0;
+      }
+      bytes += elements * Bits(v.dtype) / 8.0;
+    }
+    p.memory_seconds = bytes / machine.hbm_bytes_per_second;
+    p.seconds = std::max(p.schedule_seconds, p.memory_seconds);
+    p.bound = p.schedule_seconds >= p.memory_seconds ? "schedule" : "memory";
+  }
+};
+
+}  // namespace
+
+Prediction Predict(const tile::Kernel& kernel, const synth::Plan& plan, const LoopSchedule& loop,
+                   const Machine& machine, const CostInputs& inputs) {
+  PredictionSteps steps(kernel, plan, loop, machine, inputs);
+  steps.Sizes();
+  steps.ScalarParameters();
+  steps.Trips();
+  steps.Lowered();
+  steps.Masks();
+  steps.Iterations();
+  steps.Edges();
+  steps.Blocks();
+  steps.MemoryBound();
+  return steps.p;
 }
 
 }  // namespace weft::schedule

@@ -127,8 +127,8 @@ std::optional<OpId> RingMma(const tile::Kernel& kernel, const synth::Plan& plan,
     if (sdef == defs.end() || !std::holds_alternative<tile::op::ToShared>(sdef->second->node)) return std::nullopt;
     bool in_ring = false;
     for (std::uint32_t c : copy_ops)
-      in_ring |= kernel.Get(OpId{c}).results.size() == 1 &&
-                 kernel.Get(OpId{c}).results[0] == sdef->second->results.at(0);
+      in_ring |=
+          kernel.Get(OpId{c}).results.size() == 1 && kernel.Get(OpId{c}).results[0] == sdef->second->results.at(0);
     if (!in_ring) return std::nullopt;
   }
   // Every other use of the `regs` results or the product would see a slice at a time.

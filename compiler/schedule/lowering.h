@@ -59,8 +59,8 @@ struct LoweringOptions {
 struct Ring {
   std::vector<tile::OpId> copies;  // the copy slice in body order; empty: no ring (the loop runs plainly)
   int stages = 0;
-  bool tma = false;              // TMA copies completing on mbarriers (else cp.async groups)
-  std::int64_t tma_bytes = 0;    // the bytes a slot's TMA copies bring (the mbarrier's tx count)
+  bool tma = false;               // TMA copies completing on mbarriers (else cp.async groups)
+  std::int64_t tma_bytes = 0;     // the bytes a slot's TMA copies bring (the mbarrier's tx count)
   std::optional<tile::OpId> mma;  // sm_80: the one mma.sync whose operands are loaded a slice ahead
   // wgmma products that only accumulate into a carried value: each waits for the previous
   // iteration's products only (TMA rings).
@@ -76,7 +76,7 @@ struct WarpRoles {
   std::vector<tile::OpId> prelude;  // the top-level ops before the loop that its copies and bound read
   int stages = 0;
   int producer_registers = 0, consumer_registers = 0;  // setmaxnreg (0: none)
-  bool ping_pong = false;  // two consumer warpgroups take turns at the tensor cores
+  bool ping_pong = false;                              // two consumer warpgroups take turns at the tensor cores
   // The consumers' staged product and its carried value's index.
   std::optional<std::pair<tile::OpId, std::size_t>> staged;
   bool persistent = false;  // each block loops over the grid's blocks

@@ -73,9 +73,8 @@ TEST_CASE("strided: row-major, permute and transpose read the elements index ari
   REQUIRE(p.ok());
   CHECK_FALSE(IsRowMajor(*p));
   for (std::int64_t s : {1, 3, 5})
-    EachIndex(ShapeAt(*p, s), [&](const std::vector<std::int64_t>& i) {
-      CHECK(Offset(*p, i, s) == (i[1] * s + i[0]) * 4 + i[2]);
-    });
+    EachIndex(ShapeAt(*p, s),
+              [&](const std::vector<std::int64_t>& i) { CHECK(Offset(*p, i, s) == (i[1] * s + i[0]) * 4 + i[2]); });
   auto t = Transpose(*o);
   REQUIRE(t.ok());
   CHECK(ToString(*t, Name) == "(2, 4, s):(4*s, 1, 4)");
@@ -116,7 +115,8 @@ TEST_CASE("strided: reshape splits modes a constant divides, and refuses what wo
   auto merged = Reshape(*t, {C(24)});
   REQUIRE(merged.ok());
   CHECK(ToString(*merged) == "((4, 6)):((1, 4))");
-  EachIndex({24}, [&](const std::vector<std::int64_t>& i) { CHECK(Offset(*merged, i, 1) == (i[0] % 6) * 4 + i[0] / 6); });
+  EachIndex({24},
+            [&](const std::vector<std::int64_t>& i) { CHECK(Offset(*merged, i, 1) == (i[0] % 6) * 4 + i[0] / 6); });
   // 4 rows of 6 split as 3 x 8: the mode of extent 4 does not split into pieces of 3.
   auto bad = Reshape(*t, {C(3), C(8)});
   REQUIRE_FALSE(bad.ok());

@@ -12,8 +12,8 @@
 #include <memory>
 #include <sstream>
 
-#include "schedule/schedule.h"
 #include "compiled.h"
+#include "schedule/schedule.h"
 #include "solver/optimize.h"
 
 namespace weft::schedule {
