@@ -137,29 +137,8 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
   }
   llvm::Value* base = SharedBase(dst, stage);
   slots_[dst.index].shared = base;
-  switch (choice.instruction.kind) {
-    case InstructionKind::kTma2d:
-    case InstructionKind::kCpAsyncCa:
-    case InstructionKind::kCpAsyncCg:
-      break;
-    case InstructionKind::kUnchosen:
-    case InstructionKind::kNone:
-    case InstructionKind::kLdmatrix:
-    case InstructionKind::kLdShared:
-    case InstructionKind::kStGlobal:
-    case InstructionKind::kMmaSync:
-    case InstructionKind::kWgmma:
-    case InstructionKind::kShflBfly:
-    case InstructionKind::kThroughShared:
-    case InstructionKind::kCvt:
-    case InstructionKind::kMov:
-    case InstructionKind::kIota:
-    case InstructionKind::kElementwise:
-    case InstructionKind::kPipeline:
-    case InstructionKind::kLoop:
-    case InstructionKind::kScalar:
-      Fail("`" + synth::Spelling(choice.instruction) + "` copies into shared memory");
-  }
+  if (!synth::CopiesIntoShared(choice.instruction.kind))
+    Fail("`" + synth::Spelling(choice.instruction) + "` copies into shared memory");
   if (choice.instruction.kind == InstructionKind::kTma2d) {
     if (prefetch) return EmitTma(id, s, dst, base, prefetch->bar, prefetch->live);
     // In place: a fresh mbarrier (the last one) for this copy alone.
@@ -234,30 +213,9 @@ void Emitter::EmitToRegs(OpId id, const tile::Op& op, const tile::op::ToRegs& r)
     slots_[dst.index].shared_alias = r.src;  // wgmma reads it where it is
     return;
   }
-  switch (choice.instruction.kind) {
-    case InstructionKind::kLdShared:
-      return EmitLdShared(id, op, r);
-    case InstructionKind::kLdmatrix:
-      break;
-    case InstructionKind::kUnchosen:
-    case InstructionKind::kNone:
-    case InstructionKind::kCpAsyncCa:
-    case InstructionKind::kCpAsyncCg:
-    case InstructionKind::kTma2d:
-    case InstructionKind::kStGlobal:
-    case InstructionKind::kMmaSync:
-    case InstructionKind::kWgmma:
-    case InstructionKind::kShflBfly:
-    case InstructionKind::kThroughShared:
-    case InstructionKind::kCvt:
-    case InstructionKind::kMov:
-    case InstructionKind::kIota:
-    case InstructionKind::kElementwise:
-    case InstructionKind::kPipeline:
-    case InstructionKind::kLoop:
-    case InstructionKind::kScalar:
-      Fail("`" + synth::Spelling(choice.instruction) + "` loads into registers");
-  }
+  if (!synth::LoadsIntoRegisters(choice.instruction.kind))
+    Fail("`" + synth::Spelling(choice.instruction) + "` loads into registers");
+  if (choice.instruction.kind == InstructionKind::kLdShared) return EmitLdShared(id, op, r);
   if (!choice.copy) Fail("an ldmatrix without a copy layout");
   if (plan_.values.at(dst.index).streamed) {
     streamed_[dst.index] = Streamed{id, r.src};  // loaded slice by slice at the mma that reads it

@@ -570,29 +570,8 @@ void Executor::ExecToShared(OpId id, const tile::Op& op, const tile::op::ToShare
   RowCol ext = Extent(dst);
   (void)SmemLayout(dst);
 
-  switch (choice.instruction.kind) {
-    case InstructionKind::kTma2d:
-    case InstructionKind::kCpAsyncCa:
-    case InstructionKind::kCpAsyncCg:
-      break;
-    case InstructionKind::kUnchosen:
-    case InstructionKind::kNone:
-    case InstructionKind::kLdmatrix:
-    case InstructionKind::kLdShared:
-    case InstructionKind::kStGlobal:
-    case InstructionKind::kMmaSync:
-    case InstructionKind::kWgmma:
-    case InstructionKind::kShflBfly:
-    case InstructionKind::kThroughShared:
-    case InstructionKind::kCvt:
-    case InstructionKind::kMov:
-    case InstructionKind::kIota:
-    case InstructionKind::kElementwise:
-    case InstructionKind::kPipeline:
-    case InstructionKind::kLoop:
-    case InstructionKind::kScalar:
-      throw Fault("the plan's `" + Spelling(choice.instruction) + "` does not copy into shared memory");
-  }
+  if (!CopiesIntoShared(choice.instruction.kind))
+    throw Fault("the plan's `" + Spelling(choice.instruction) + "` does not copy into shared memory");
   if (choice.instruction.kind == InstructionKind::kTma2d) {
     if (!choice.tma) throw Fault("the plan chose TMA for `" + Name(dst) + "` but gives no box");
     if (rank != 2 || src->param_shape.size() < 2) throw Fault("the simulator's TMA loads are 2-D");
@@ -707,29 +686,7 @@ void Executor::LoadRegs(OpId id, ValueId dst, const tile::op::ToRegs& r, std::in
       }
   };
   std::string what = "`" + Spelling(choice.instruction) + "`";
-  switch (choice.instruction.kind) {
-    case InstructionKind::kLdmatrix:
-    case InstructionKind::kLdShared:
-      break;
-    case InstructionKind::kUnchosen:
-    case InstructionKind::kNone:
-    case InstructionKind::kCpAsyncCa:
-    case InstructionKind::kCpAsyncCg:
-    case InstructionKind::kTma2d:
-    case InstructionKind::kStGlobal:
-    case InstructionKind::kMmaSync:
-    case InstructionKind::kWgmma:
-    case InstructionKind::kShflBfly:
-    case InstructionKind::kThroughShared:
-    case InstructionKind::kCvt:
-    case InstructionKind::kMov:
-    case InstructionKind::kIota:
-    case InstructionKind::kElementwise:
-    case InstructionKind::kPipeline:
-    case InstructionKind::kLoop:
-    case InstructionKind::kScalar:
-      throw Fault("the plan's " + what + " does not load into registers");
-  }
+  if (!LoadsIntoRegisters(choice.instruction.kind)) throw Fault("the plan's " + what + " does not load into registers");
   if (choice.instruction.kind == InstructionKind::kLdmatrix) {
     if (e != 2) throw Fault("ldmatrix moves 16-bit elements, `" + Name(dst) + "` has " + std::to_string(8 * e));
     int count = choice.instruction.count;

@@ -178,6 +178,37 @@ bool IsTma(InstructionKind kind) {
   return false;
 }
 
+bool CopiesIntoShared(InstructionKind kind) {
+  return IsTma(kind) || IsCpAsync(kind);
+}
+
+bool LoadsIntoRegisters(InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kLdmatrix:
+    case InstructionKind::kLdShared:
+      return true;
+    case InstructionKind::kUnchosen:
+    case InstructionKind::kNone:
+    case InstructionKind::kCpAsyncCa:
+    case InstructionKind::kCpAsyncCg:
+    case InstructionKind::kTma2d:
+    case InstructionKind::kStGlobal:
+    case InstructionKind::kMmaSync:
+    case InstructionKind::kWgmma:
+    case InstructionKind::kShflBfly:
+    case InstructionKind::kThroughShared:
+    case InstructionKind::kCvt:
+    case InstructionKind::kMov:
+    case InstructionKind::kIota:
+    case InstructionKind::kElementwise:
+    case InstructionKind::kPipeline:
+    case InstructionKind::kLoop:
+    case InstructionKind::kScalar:
+      return false;
+  }
+  return false;
+}
+
 std::string Spelling(const Instruction& instruction) {
   return Fill(SpellingPattern(instruction.kind), instruction);
 }

@@ -92,5 +92,9 @@ std::optional<Instruction> ParseInstruction(std::string_view spelling);
 // Families, for readers that ask by family (exhaustive switches: a new kind must say which it is in).
 bool IsCpAsync(InstructionKind kind);  // cp.async .ca or .cg
 bool IsTma(InstructionKind kind);      // a TMA copy (tma.2d)
+// What a `to_shared` (a copy into shared memory) can be made of: IsTma or IsCpAsync.
+bool CopiesIntoShared(InstructionKind kind);
+// What a `regs` of a shared tile can be made of: ldmatrix or ld.shared.
+bool LoadsIntoRegisters(InstructionKind kind);
 
 }  // namespace weft::synth

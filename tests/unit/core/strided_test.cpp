@@ -129,7 +129,7 @@ TEST_CASE("strided: reshape splits modes a constant divides, and refuses what wo
   CHECK(ToString(*unit) == "(6, 1):(1, 0)");
 }
 
-TEST_CASE("strided: slices move the offset; a merged axis slices only along its outer mode") {
+TEST_CASE("strided: slices move the offset, and a merged axis slices only along its outer mode") {
   auto w = RowMajor({C(4096), C(8)});
   REQUIRE(w.ok());
   auto rows = Slice(*w, 0, C(1024), C(3072));

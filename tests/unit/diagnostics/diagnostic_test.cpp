@@ -28,7 +28,9 @@ TEST_CASE("every diagnostic kind is well formed", "[diagnostics]") {
     if (info.severity == Severity::Note) {
       CHECK(info.id.empty());
     } else {
-      CHECK(std::regex_match(std::string(info.id), std::regex("E[0-9]{4}")));
+      // Errors E0000-E9999, warnings W0000-W9999.
+      CHECK(std::regex_match(std::string(info.id),
+                             std::regex(info.severity == Severity::Warning ? "W[0-9]{4}" : "E[0-9]{4}")));
       CHECK(ids.insert(info.id).second);  // ids are unique
     }
     CHECK(CountPlaceholders(info.format) == info.arity);

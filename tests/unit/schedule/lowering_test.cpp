@@ -59,7 +59,7 @@ TEST_CASE("lowering: attention_d128 on sm_90a is warp-specialized, in ping-pong,
   CHECK_FALSE(turns_off.lowering.roles->ping_pong);
 }
 
-TEST_CASE("lowering: the sm_90a gemm keeps the ring, its accumulator's product deferred; no solver in a build") {
+TEST_CASE("lowering: the sm_90a gemm keeps the ring, its accumulator's product deferred, and a build asks no solver") {
   auto c = Cached("stdlib/gemm.weft", synth::Target::Sm90a);
   std::size_t k = Find(*c, "gemm_bf16");
   Schedule built = Build(c->kernels[k], c->plans[k], BuildOptions());
