@@ -636,7 +636,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of; then the
   // tensors the epilogue reads.
   graph::NodeId b_id = mm.args[1];
-  if (g_.Get(b_id).kind == graph::Kind::View) b_id = g_.Get(b_id).args[0];
+  if (graph::TransposedOperand(g_, b_id)) b_id = g_.Get(b_id).args[0];
   std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
   if (epilogue)
     for (const graph::EpilogueInput& x : epilogue->inputs) inputs.push_back(&TensorOf(x.node));
@@ -696,7 +696,7 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
 
 // nn's attention pattern routed to a stdlib attention kernel (graph::FuseOptions::stdlib_attention):
 // the fusion matched it only for constant sizes its `where` clause holds for, so it is launched
-// as it is, not causal.
+// as it is, causal when the pattern had nn's causal mask.
 void Lowering::LowerStdlibAttention(std::size_t index) {
   const graph::Group& group = plan_.groups[index];
   const graph::Node& root = g_.Get(group.nodes.back());
@@ -714,7 +714,8 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
   graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
   std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
   HTensor out = Buffer(group.nodes.back());  // the kernel writes every element
-  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(0))}, out, KernelSizes(out_.kernels[use].kernel, inputs));
+  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(group.causal ? 1 : 0))}, out,
+               KernelSizes(out_.kernels[use].kernel, inputs));
 }
 
 // ---- Array kernels (codegen/array.h) ----

@@ -22,6 +22,16 @@
 #include "weft/numerics.h"
 
 namespace weft::graph {
+
+bool TransposedOperand(const Graph& graph, NodeId b) {
+  const Node& view = graph.Get(b);
+  if (view.kind != Kind::View || view.fn != "transpose" || graph.Get(view.args[0]).kind == Kind::View) return false;
+  std::size_t users = 0;
+  for (const Node& n : graph.nodes)
+    if (!n.in_body) users += static_cast<std::size_t>(std::count(n.args.begin(), n.args.end(), b));
+  return users == 1 && !(graph.result && *graph.result == b);
+}
+
 namespace {
 
 constexpr std::string_view kInfix[] = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "&&", "||"};
@@ -130,15 +140,15 @@ class Analysis {
     b_ = mm.args[1];
     // A transposed b (in the group, or not yet: fusion asks before the view joins) is the `_nt`
     // tile's operand, stored as [n, k].
-    if (const Node& view = g_.Get(b_); view.kind == Kind::View && view.fn == "transpose") {
+    if (TransposedOperand(g_, b_)) {
       b_view_ = b_;
-      b_ = view.args[0];
+      b_ = g_.Get(b_).args[0];
     } else if (inside_.count(b_.index)) {
       return Refuse(why, "b is computed in the group");
     }
+    // Any other view operand is outside the group: fusion copies it to a dense tensor first.
     const Node &a = g_.Get(a_), &b = g_.Get(b_);
-    if (inside_.count(a_.index) || inside_.count(b_.index) || a.kind == Kind::View || b.kind == Kind::View)
-      return Refuse(why, "operands read through views");
+    if (inside_.count(a_.index) || inside_.count(b_.index)) return Refuse(why, "operands read through views");
     if (a.dtype != b.dtype || !IsHalf(a.dtype) || a.shape.size() != 2 || b.shape.size() != 2)
       return Refuse(why, "the stdlib gemm takes rank-2 bf16 or f16 operands");
     if (b_view_.index != kNone && a.dtype != Dtype::BF16) return Refuse(why, "no stdlib gemm_f16_nt");

@@ -64,6 +64,12 @@ struct Epilogue {
   Dtype result = Dtype::F32;          // the stored value's dtype
 };
 
+// Whether the stdlib gemm reads `b`, a product's right operand, as the `_nt` tile's operand stored
+// as [n, k]: a `transpose` of a value that is not itself a view, read by nothing else. Fusion, the
+// epilogue analysis and the host agree on it through this one test; any other view operand is
+// copied to a dense tensor first (docs/graph.md, "Copies").
+bool TransposedOperand(const Graph& graph, NodeId b);
+
 // The epilogue that computes `nodes` (one product, its operand views, the elementwise work after
 // it; the last node in program order is the one value read elsewhere) on the stdlib gemm tile, or
 // nullopt and `why` when one of them has no form in the kernel tier or the tile cannot hold what it

@@ -14,6 +14,8 @@
 
 #include "graph/epilogue.h"
 #include "graph/graph.h"
+#include "graph/layout.h"
+#include "weft/numerics.h"
 
 namespace weft::graph {
 namespace {
@@ -202,12 +204,17 @@ class Fuser {
         // Views move no data: one kernel reads through it, several each do. The host and kernel
         // calls read dense tensors: a view they read is copied by an elementwise kernel.
         bool dense = g_.result && *g_.result == id;
+        std::string copy;
         for (std::int64_t u : users) {
           GroupKind k = plan_.groups[static_cast<std::size_t>(u)].kind;
           dense = dense || k == GroupKind::Host || k == GroupKind::Call || k == GroupKind::Attention;
+          if (k == GroupKind::Attention)
+            copy = "a copy: the stdlib attention kernel reads q, k and v as stored, row-major";
         }
+        if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second;
         if (dense) {
-          NewGroup(GroupKind::Elementwise, id, n.shape);
+          std::int64_t g = NewGroup(GroupKind::Elementwise, id, n.shape);
+          plan_.groups[static_cast<std::size_t>(g)].why = copy;
         } else if (group) {
           Join(only, id);
         } else {
@@ -249,34 +256,8 @@ class Fuser {
         continue;
       }
       if (n.kind == Kind::MatMul) {
-        if (options_.stdlib_gemm) {
-          if (auto kernel = StdlibGemm(id)) {
-            // With the work after it, when the kernel tier spells all of it (graph/epilogue.h).
-            std::string not_epilogue;
-            auto plain = options_.plain_products.find(id.index);
-            if (plain != options_.plain_products.end()) {
-              not_epilogue = "; the work after it is a kernel of its own: " + plain->second;
-            } else if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
-              std::vector<NodeId> nodes = group->nodes;
-              nodes.push_back(id);
-              std::string why;
-              if (auto epilogue = EpilogueKernel(g_, nodes, "", &why)) {
-                group->kind = GroupKind::Gemm;
-                group->epilogue = true;
-                group->why = "the tile of " + epilogue->tile + " with this epilogue in its store, " + kStdlibWhere;
-                Join(only, id);
-                closed_.insert(only);
-                continue;
-              }
-              not_epilogue = "; the work after it is a kernel of its own: " + why;
-            }
-            std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
-            closed_.insert(g);
-            plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
-            plan_.groups[static_cast<std::size_t>(g)].why = kStdlibWhere + not_epilogue;
-            continue;
-          }
-        }
+        std::string why_generic;
+        if (options_.stdlib_gemm && RouteGemm(id, group, only, why_generic)) continue;
         std::int64_t g = -1;
         if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
           group->kind = GroupKind::Gemm;
@@ -286,7 +267,7 @@ class Fuser {
           g = NewGroup(GroupKind::Gemm, id, n.shape);
         }
         closed_.insert(g);  // what comes before the product is not its epilogue
-        if (options_.stdlib_gemm) WhyGeneric(g, id);
+        plan_.groups[static_cast<std::size_t>(g)].why = why_generic;
         continue;
       }
       if (n.kind == Kind::Gather) {
@@ -301,12 +282,17 @@ class Fuser {
     }
   }
 
-  // The stdlib gemm kernel that computes product `id` as the graph means it (its operands as they
-  // are stored, its result in the product's dtype), or why none does.
+  // How the stdlib gemm computes product `id` as the graph means it (its operands as they are
+  // stored, its result in the product's dtype), or why it does not.
+  struct GemmRoute {
+    std::string kernel;  // the stdlib kernel of the product alone; empty when only an epilogue
+                         // kernel does: the `_nt` tile, whose store casts its f32 to the result's dtype
+    std::map<std::uint32_t, std::string> copies;  // operand views made dense first, and why
+  };
   struct NoGemm {
     std::string why;
   };
-  weft::Result<std::string, NoGemm> StdlibGemm(NodeId id) const {
+  weft::Result<GemmRoute, NoGemm> StdlibGemm(NodeId id) const {
     const Node& mm = Get(id);
     const Node& a = Get(mm.args[0]);
     const Node& b = Get(mm.args[1]);
@@ -315,27 +301,95 @@ class Fuser {
                     (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands"};
     if (a.shape.size() != 2 || b.shape.size() != 2)
       return NoGemm{std::string("batched: the stdlib gemm takes rank-2 operands")};
-    if (a.kind == Kind::View)
-      return NoGemm{std::string("its a operand is a view (" + a.fn + "), which the stdlib gemm does not read")};
     if (!TileMayDivide(mm))
       return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
-    // A transposed b read by the product alone is the `_nt` kernel's operand, stored as [n, k].
-    bool nt = b.kind == Kind::View;
-    if (nt && b.fn != "transpose")
-      return NoGemm{std::string("its b operand is a view (" + b.fn + "), which the stdlib gemm does not read")};
-    if (nt && users_[mm.args[1].index].size() != 1)
-      return NoGemm{std::string("its b operand is a transpose that other work reads too")};
-    if (nt && Get(b.args[0]).kind == Kind::View)
-      return NoGemm{std::string("its b operand is a transpose of a view (" + Get(b.args[0]).fn + ")")};
+    GemmRoute route;
     std::string in(Spelling(a.dtype));
+    // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k] (bf16
+    // only); any other view operand is copied to a dense row-major tensor, visibly.
+    bool nt = TransposedOperand(g_, mm.args[1]) && a.dtype == Dtype::BF16;
+    if (a.kind == Kind::View) route.copies[mm.args[0].index] = CopyWhy("a", mm.args[0]);
+    if (b.kind == Kind::View && !nt)
+      route.copies[mm.args[1].index] = TransposedOperand(g_, mm.args[1])
+                                           ? "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it"
+                                           : CopyWhy("b", mm.args[1]);
     if (mm.dtype == Dtype::F32) {
-      if (nt && a.dtype != Dtype::BF16) return NoGemm{"the `_nt` kernel takes bf16 operands, not " + in};
-      return "gemm_" + in + (nt ? "_nt" : "");
+      route.kernel = "gemm_" + in + (nt ? "_nt" : "");
+    } else if (!nt) {
+      route.kernel = "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
     }
-    if (nt)
-      return NoGemm{"its b operand is transposed, and the `_nt` kernel writes f32, not " +
-                    std::string(Spelling(mm.dtype))};
-    return "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
+    return route;
+  }
+
+  // Why view `id`, operand `which` of a product, is copied for the stdlib gemm.
+  std::string CopyWhy(const char* which, NodeId id) const {
+    core::ViewResult layout = LayoutOf(g_, id);
+    const std::string& fn = Get(id).fn;
+    std::string what = std::string(fn.find_first_of("aeiou") == 0 ? "an `" : "a `") + fn + "` view";
+    if (!layout)
+      return "a copy: " + std::string(which) + " is " + what + " with no strided layout (" + layout.error() + ")";
+    return "a copy: the stdlib gemm reads " + std::string(which) + " as stored, row-major, and it is " + what +
+           (core::IsRowMajor(*layout) ? " (row-major, but not yet read in place)" : " (not row-major)");
+  }
+
+  // Routes product `id` to a stdlib gemm kernel: the tile with the work after it (the elementwise
+  // group of its users, `group`, number `only`) as its epilogue when the kernel tier spells all of
+  // it, else the stdlib kernel of the product alone (the work after it a kernel of its own). False,
+  // with `why_generic`, when the product runs on the generic kernel.
+  bool RouteGemm(NodeId id, graph::Group* group, std::int64_t only, std::string& why_generic) {
+    auto route = StdlibGemm(id);
+    if (!route) {
+      why_generic = route.error().why;
+      return false;
+    }
+    const Node& n = Get(id);
+    auto copy = [&] {
+      for (const auto& [view, why] : route->copies) copies_.emplace(view, why);
+    };
+    std::string not_epilogue;
+    auto plain = options_.plain_products.find(id.index);
+    if (plain != options_.plain_products.end()) {
+      not_epilogue = plain->second;
+    } else if (group && group->kind == GroupKind::Elementwise && group->space == n.shape) {
+      std::vector<NodeId> nodes = group->nodes;
+      nodes.push_back(id);
+      std::string why;
+      if (auto epilogue = EpilogueKernel(g_, nodes, "", &why)) {
+        group->kind = GroupKind::Gemm;
+        group->epilogue = true;
+        group->why = "the tile of " + epilogue->tile + " with this epilogue in its store, " + kStdlibWhere;
+        Join(only, id);
+        closed_.insert(only);
+        copy();
+        return true;
+      }
+      not_epilogue = why;
+    }
+    if (route->kernel.empty()) {
+      // Only the `_nt` tile computes it, with a store that casts: an epilogue kernel of the product alone.
+      std::string why = not_epilogue;
+      if (plain == options_.plain_products.end()) {
+        if (auto epilogue = EpilogueKernel(g_, {id}, "", &why)) {
+          std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
+          closed_.insert(g);
+          plan_.groups[static_cast<std::size_t>(g)].epilogue = true;
+          plan_.groups[static_cast<std::size_t>(g)].why = "the tile of " + epilogue->tile + ", its store casting to " +
+                                                          std::string(Spelling(n.dtype)) + ", " + kStdlibWhere;
+          copy();
+          return true;
+        }
+      }
+      why_generic = "its b operand is transposed, and the `_nt` tile's kernel with a store that casts to " +
+                    std::string(Spelling(n.dtype)) + " does not fit: " + why;
+      return false;
+    }
+    std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
+    closed_.insert(g);
+    plan_.groups[static_cast<std::size_t>(g)].kernel = route->kernel;
+    plan_.groups[static_cast<std::size_t>(g)].why =
+        kStdlibWhere + (not_epilogue.empty() ? "" : "; the work after it is a kernel of its own: " + not_epilogue);
+    copy();
+    return true;
   }
 
   // Whether the stdlib tile may divide the product's sizes: not when a constant one it does not
@@ -349,10 +403,26 @@ class Fuser {
     return divides(mm.shape[0], 128) && divides(mm.shape[1], 256) && divides(a.shape[1], 64);
   }
 
-  // Why a product runs on the generic kernel.
-  void WhyGeneric(std::int64_t g, NodeId id) {
-    auto kernel = StdlibGemm(id);
-    plan_.groups[static_cast<std::size_t>(g)].why = kernel ? "" : kernel.error().why;
+  // `expand (iota [s]) >= iota [s]` (or `iota [s] <= expand (iota [s])`): query i (a row) sees key
+  // j (a column) when i >= j. `nodes` gets the mask's nodes, the comparison first.
+  bool CausalMask(NodeId visible, std::vector<NodeId>& nodes) const {
+    const Node& c = Get(visible);
+    if (c.in_body || c.kind != Kind::Map || (c.fn != ">=" && c.fn != "<=") || c.args.size() != 2) return false;
+    NodeId rows = c.args[c.fn == ">=" ? 0 : 1], cols = c.args[c.fn == ">=" ? 1 : 0];
+    const Node& expand = Get(rows);
+    if (expand.kind != Kind::View || expand.fn != "expand") return false;
+    const Node &i = Get(expand.args[0]), &j = Get(cols);
+    if (i.kind != Kind::Iota || j.kind != Kind::Iota || i.shape.size() != 1 || !(i.shape == j.shape)) return false;
+    nodes = {visible, rows, expand.args[0], cols};
+    return true;
+  }
+
+  // Whether `id` is a literal that hides a score from the softmax as the kernel does (its weight 0):
+  // -1.0e30 or less, or minus infinity.
+  bool Hidden(NodeId id) const {
+    const Node& n = Get(id);
+    return n.kind == Kind::Constant && runtime::IsFloatDtype(n.dtype) &&
+           runtime::DecodeFloat(n.dtype, n.bits) <= -1.0e30;
   }
 
   // softmax(matmul_f32 q (transpose k) * rsqrt (cast f32 d)) cast to bf16, times v: the stdlib
@@ -362,12 +432,14 @@ class Fuser {
       NodeId id(static_cast<std::uint32_t>(i));
       std::vector<NodeId> members;
       std::string why;
-      if (auto kernel = Attention(id, members, why)) {
+      bool causal = false;
+      if (auto kernel = Attention(id, members, why, &causal)) {
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
         for (NodeId m : members)
           if (m != id) Join(g, m);
         plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
         plan_.groups[static_cast<std::size_t>(g)].why = why;
+        plan_.groups[static_cast<std::size_t>(g)].causal = causal;
       } else if (!why.empty()) {
         why_not_attention_.emplace(Get(id).args[0].index, why);  // the softmax's `cast bf16`
         plan_.generic_attention.emplace_back(id, why);
@@ -378,7 +450,8 @@ class Fuser {
   // The stdlib attention kernel of the pattern whose `@` is `out`, with the group's `why`; or none,
   // with `why` saying so when only the sizes keep the pattern from the kernel. Both head dims take
   // 128 queries a block and keys in blocks of 128 (stdlib/attention.weft).
-  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why) const {
+  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why,
+                                       bool* causal_out) const {
     auto is = [&](NodeId id, Kind kind, std::string_view fn) {
       const Node& n = Get(id);
       return !n.in_body && n.kind == kind && (fn.empty() || n.fn == fn);
@@ -398,8 +471,16 @@ class Fuser {
     if (!is(x2, Kind::View, "expand")) return std::nullopt;
     NodeId max = Get(x2).args[0];
     if (!is(max, Kind::Reduce, "max") || Get(max).args[0] != s) return std::nullopt;
-    if (!is(s, Kind::Map, "*")) return std::nullopt;
-    NodeId scores = Get(s).args[0], scale = Get(s).args[1];
+    // Causal: `select visible (scores * scale) (-1.0e30)` (nn's causal_attention).
+    std::vector<NodeId> mask;
+    NodeId scaled = s;
+    if (is(s, Kind::Map, "select")) {
+      scaled = Get(s).args[1];
+      if (!CausalMask(Get(s).args[0], mask) || !Hidden(Get(s).args[2])) return std::nullopt;
+      mask.push_back(s);
+    }
+    if (!is(scaled, Kind::Map, "*")) return std::nullopt;
+    NodeId scores = Get(scaled).args[0], scale = Get(scaled).args[1];
     if (!is(scores, Kind::MatMul, "matmul_f32")) return std::nullopt;
     NodeId q = Get(scores).args[0], kt = Get(scores).args[1];
     if (!is(kt, Kind::View, "transpose")) return std::nullopt;
@@ -414,9 +495,15 @@ class Fuser {
     std::optional<std::int64_t> dim = qn.shape.back().AsConstant();
     if (!dim || (*dim != 64 && *dim != 128) || !(Get(size).size == qn.shape.back())) return std::nullopt;
     if (!(vn.shape.back() == qn.shape.back())) return std::nullopt;
-    // q, k and v must be stored tensors, not views.
-    if (qn.kind == Kind::View || kn.kind == Kind::View || vn.kind == Kind::View) return std::nullopt;
-    members = {out, cast, p, x1, sum, e, d, x2, max, s, scores, kt};
+    // q, k and v may be views (heads permuted out of a projection): each is copied to a dense
+    // tensor first, since the kernel reads them as stored (see Group's views).
+    // A causal mask's rows are the queries and its columns the keys, one sequence (s == t).
+    const bool causal = !mask.empty();
+    if (causal && !(Get(mask.front()).shape.front() == qn.shape[qn.shape.size() - 2] &&
+                    kn.shape[kn.shape.size() - 2] == qn.shape[qn.shape.size() - 2]))
+      return std::nullopt;
+    members = {out, cast, p, x1, sum, e, d, x2, max, scaled, scores, kt};
+    members.insert(members.end(), mask.begin(), mask.end());
     // Every value in between is used only inside the pattern.
     std::set<std::uint32_t> inside;
     for (NodeId m : members) inside.insert(m.index);
@@ -432,7 +519,9 @@ class Fuser {
     const std::string clause = "s % 128 == 0 and t % 128 == 0";
     std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
     if (s_len && t_len && *s_len % 128 == 0 && *t_len % 128 == 0) {
-      why = "softmax(q k^T / sqrt(d)) v, not causal; " + clause + " hold for its constant sizes";
+      why = std::string("softmax(q k^T / sqrt(d)) v, ") + (causal ? "causal" : "not causal") + "; " + clause +
+            " hold for its constant sizes";
+      *causal_out = causal;
       return kernel;
     }
     auto stated = [](const char* name, std::optional<std::int64_t> c) {
@@ -570,6 +659,7 @@ class Fuser {
   std::set<std::uint32_t> host_scalar_;
   std::set<std::int64_t> closed_;                           // gemm groups whose product has joined: no more epilogue
   std::map<std::uint32_t, std::string> why_not_attention_;  // an attention pattern's softmax: why no kernel
+  std::map<std::uint32_t, std::string> copies_;             // views a stdlib kernel reads dense: why
 };
 
 }  // namespace

@@ -156,6 +156,7 @@ struct Group {
   std::string why;              // why the kernel is this one, or why a stdlib kernel does not fit
   bool epilogue = false;        // Gemm: `kernel` is the generated kernel (graph/epilogue.h) of the
                                 // stdlib tile with the group's elementwise work in its store
+  bool causal = false;          // Attention: the kernel's `causal` (a causal mask was matched)
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.
