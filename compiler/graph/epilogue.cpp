@@ -25,7 +25,10 @@ namespace weft::graph {
 
 bool TransposedOperand(const Graph& graph, NodeId b) {
   const Node& view = graph.Get(b);
-  if (view.kind != Kind::View || view.fn != "transpose" || graph.Get(view.args[0]).kind == Kind::View) return false;
+  // Only bf16 has an `_nt` tile (stdlib/gemm.weft's gemm_bf16_nt).
+  if (view.kind != Kind::View || view.fn != "transpose" || view.dtype != Dtype::BF16 ||
+      graph.Get(view.args[0]).kind == Kind::View)
+    return false;
   std::size_t users = 0;
   for (const Node& n : graph.nodes)
     if (!n.in_body) users += static_cast<std::size_t>(std::count(n.args.begin(), n.args.end(), b));
@@ -151,7 +154,6 @@ class Analysis {
     if (inside_.count(a_.index) || inside_.count(b_.index)) return Refuse(why, "operands read through views");
     if (a.dtype != b.dtype || !IsHalf(a.dtype) || a.shape.size() != 2 || b.shape.size() != 2)
       return Refuse(why, "the stdlib gemm takes rank-2 bf16 or f16 operands");
-    if (b_view_.index != kNone && a.dtype != Dtype::BF16) return Refuse(why, "no stdlib gemm_f16_nt");
     if (mm.dtype != Dtype::F32 && mm.dtype != a.dtype) return Refuse(why, "a product of another dtype");
     in_ = a.dtype;
     tile_ = "gemm_" + Dt(a.dtype) + (b_view_.index != kNone ? "_nt" : "");

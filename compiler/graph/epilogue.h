@@ -65,7 +65,7 @@ struct Epilogue {
 };
 
 // Whether the stdlib gemm reads `b`, a product's right operand, as the `_nt` tile's operand stored
-// as [n, k]: a `transpose` of a value that is not itself a view, read by nothing else. Fusion, the
+// as [n, k]: a bf16 `transpose` of a value that is not itself a view, read by nothing else. Fusion, the
 // epilogue analysis and the host agree on it through this one test; any other view operand is
 // copied to a dense tensor first (docs/graph.md, "Copies").
 bool TransposedOperand(const Graph& graph, NodeId b);

@@ -307,10 +307,10 @@ class Fuser {
     std::string in(Spelling(a.dtype));
     // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k] (bf16
     // only); any other view operand is copied to a dense row-major tensor, visibly.
-    bool nt = TransposedOperand(g_, mm.args[1]) && a.dtype == Dtype::BF16;
+    bool nt = TransposedOperand(g_, mm.args[1]);
     if (a.kind == Kind::View) route.copies[mm.args[0].index] = CopyWhy("a", mm.args[0]);
     if (b.kind == Kind::View && !nt)
-      route.copies[mm.args[1].index] = TransposedOperand(g_, mm.args[1])
+      route.copies[mm.args[1].index] = b.fn == "transpose" && a.dtype != Dtype::BF16
                                            ? "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it"
                                            : CopyWhy("b", mm.args[1]);
     if (mm.dtype == Dtype::F32) {
