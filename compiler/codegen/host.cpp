@@ -38,6 +38,7 @@
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
 #include "tile/lower.h"
+#include "tile/stores.h"
 #include "weft/numerics.h"
 
 namespace weft::codegen {
@@ -93,6 +94,8 @@ class Lowering {
   void LowerCall(const graph::Group& group);
   void LowerArray(std::size_t index);
   const HTensor& Buffer(graph::NodeId id);
+  // The value the buffer plan held in `id`'s buffer before it, now dead (a null pointer if none).
+  llvm::Value* Reuse(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
   void LowerStdlibAttention(std::size_t index);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
@@ -128,7 +131,9 @@ class Lowering {
   llvm::Value* EmitDim(const Dim& dim, const std::function<llvm::Value*(SizeVarId)>& var);
   llvm::Value* Array(llvm::Type* element, const std::vector<llvm::Value*>& values);
   llvm::Value* Scalar(Dtype dtype, llvm::Value* bits);
-  llvm::Value* Out(Dtype dtype, const std::vector<llvm::Value*>& dims);
+  // A kernel's output in the plan's buffer (`reuse`: Reuse's), zero-filled unless the kernel stores
+  // every element (weft_program_out, weft_program_buffer).
+  llvm::Value* Out(Dtype dtype, const std::vector<llvm::Value*>& dims, llvm::Value* reuse, bool zero_fill);
   llvm::GlobalVariable* Descriptor(const std::string& name);
   // Ends the program with `format` (weft_program_check_failed) unless `holds`.
   void Require(llvm::Value* holds, const std::string& format, const std::vector<llvm::Value*>& args);
@@ -191,10 +196,11 @@ llvm::Value* Lowering::Scalar(Dtype dtype, llvm::Value* bits) {
                        {I32(static_cast<int>(dtype)), bits});
 }
 
-llvm::Value* Lowering::Out(Dtype dtype, const std::vector<llvm::Value*>& dims) {
+llvm::Value* Lowering::Out(Dtype dtype, const std::vector<llvm::Value*>& dims, llvm::Value* reuse, bool zero_fill) {
   return b_.CreateCall(
-      Runtime("weft_program_out", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr()}),
-      {I32(static_cast<int>(dtype)), I32(static_cast<std::int64_t>(dims.size())), Array(b_.getInt64Ty(), dims)});
+      Runtime(zero_fill ? "weft_program_out" : "weft_program_buffer", Ptr(),
+              {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
+      {I32(static_cast<int>(dtype)), I32(static_cast<std::int64_t>(dims.size())), Array(b_.getInt64Ty(), dims), reuse});
 }
 
 llvm::GlobalVariable* Lowering::Descriptor(const std::string& name) {
@@ -553,7 +559,9 @@ void Lowering::LowerCall(const graph::Group& group) {
     format += ")";
     Require(Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)), format, args);
   }
-  // 4. The `out` tensors, zero-filled on the GPU, and the arguments in the descriptor's order.
+  // 4. The `out` tensors on the GPU, in the plan's buffers: zero-filled, as the kernel tier's meaning
+  // has them, unless the kernel provably stores every element (tile/stores.h); then the arguments
+  // in the descriptor's order.
   std::vector<llvm::Value*> tensors;
   std::size_t input = 0;
   out_index = 0;
@@ -567,9 +575,11 @@ void Lowering::LowerCall(const graph::Group& group) {
     HTensor t;
     t.dtype = v.dtype;
     for (const Dim& d : v.shape) t.dims.push_back(EmitDim(d, size_of));
-    t.handle = Out(v.dtype, t.dims);
+    graph::NodeId node = outs.at(out_index);
+    t.handle = Out(v.dtype, t.dims, Reuse(node), !tile::StoresEveryElement(kernel, param.value));
     tensors.push_back(t.handle);
-    values_[outs.at(out_index++).index] = std::move(t);
+    values_[node.index] = std::move(t);
+    ++out_index;
   }
   std::vector<llvm::Value*> size_values;  // in size_names order; the descriptor maps the entry's
   for (const auto& [var, name] : kernel.size_names) size_values.push_back(sizes.at(var.index));
@@ -727,17 +737,19 @@ const HTensor& Lowering::Buffer(graph::NodeId id) {
   HTensor t;
   t.dtype = n.dtype;
   for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
+  t.handle = Out(n.dtype, t.dims, Reuse(id), false);
+  values_[id.index] = std::move(t);
+  return *values_[id.index];
+}
+
+llvm::Value* Lowering::Reuse(graph::NodeId id) {
   llvm::Value* reuse = llvm::ConstantPointerNull::get(b_.getPtrTy());
   if (std::int64_t b = plan_.buffer_of[id.index]; b >= 0) {
     const std::vector<graph::NodeId>& holds = plan_.buffers[static_cast<std::size_t>(b)].holds;
     for (std::size_t h = 1; h < holds.size(); ++h)
       if (holds[h] == id && values_[holds[h - 1].index]) reuse = values_[holds[h - 1].index]->handle;
   }
-  t.handle = b_.CreateCall(Runtime("weft_program_buffer", Ptr(), {b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), Ptr()}),
-                           {I32(static_cast<int>(n.dtype)), I32(static_cast<std::int64_t>(t.dims.size())),
-                            Array(b_.getInt64Ty(), t.dims), reuse});
-  values_[id.index] = std::move(t);
-  return *values_[id.index];
+  return reuse;
 }
 
 void Lowering::LowerArray(std::size_t index) {

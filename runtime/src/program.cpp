@@ -4,18 +4,25 @@
 //
 // 1. A weft_tensor is a HostTensor (dtype, shape and, when `on_host`, its bytes) and a device
 //    buffer (when `on_device`). Copies are lazy: a launch uploads an input that is not on the GPU
-//    yet; `print` and `save` download a kernel's output. `out` tensors start on the GPU, zeroed.
+//    yet; `print` and `save` download a kernel's output. `out` tensors start on the GPU, zeroed
+//    unless the compiler proved that the kernel stores every element (weft_program_buffer then).
 // 2. Every failure ends the program with weft_fail's one line (exit status 1): generated code has
 //    nothing better to do with an error, and this way it carries no error paths.
 // 3. A kernel's module is loaded by weft_program_preload when the program starts (or, for a caller
 //    that does not preload, at its first launch): the cubin when the build had ptxas and the GPU
 //    takes it, else the PTX (the driver compiles it for the GPU).
 // 4. Tensors live until weft_program_end, which waits for the GPU first, so that a kernel that
-//    failed is reported even when nothing reads its output.
+//    failed is reported even when nothing reads its output, then gives their memory back. Lifetimes
+//    are the compiler's (docs/runtime.md, "Device memory"): a value the buffer plan says is dead
+//    hands its device memory to the next value of its buffer (the `reuse` of weft_program_buffer and
+//    weft_program_out), the rest is held to the end. A library call's tensors go at its end. Device
+//    memory comes from the runtime's pool (device_pool.h), so none of this calls the driver in a
+//    steady state.
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -112,12 +119,31 @@ weft_device_ptr OnDevice(weft_tensor& t) {
   if (!t.on_device) {
     EnsureGpu();
     std::uint64_t bytes = Bytes(t);
-    weft_check(weft_device_alloc(&t.device, bytes));
-    t.capacity = bytes;
+    weft_check(weft::runtime::AllocateTensor(bytes, &t.device, &t.capacity));
     if (bytes > 0) weft_check(weft_copy_to_device(t.device, OnHost(t).bytes.data(), bytes));
     t.on_device = true;
   }
   return t.device;
+}
+
+// Device memory for `t`: that of `reuse` (the value the buffer plan held in the same buffer before,
+// now dead) when its block holds `t`, else the pool's, `reuse`'s block going back to it first.
+void Acquire(weft_tensor& t, weft_tensor* reuse) {
+  const std::uint64_t bytes = Bytes(t);
+  if (reuse != nullptr && reuse->on_device && !reuse->moved && !reuse->borrowed && reuse->device != 0) {
+    if (reuse->capacity >= bytes) {
+      t.device = reuse->device;
+      t.capacity = reuse->capacity;
+    } else {
+      weft_check(weft::runtime::FreeOnStream(reuse->device, weft::runtime::CurrentStream()));
+    }
+    reuse->device = 0;
+    reuse->capacity = 0;
+    reuse->on_device = false;
+    reuse->moved = true;
+  }
+  if (t.device == 0) weft_check(weft::runtime::AllocateTensor(bytes, &t.device, &t.capacity));
+  t.on_device = true;
 }
 
 std::int64_t ScalarInt(const weft_tensor* t) {
@@ -156,9 +182,20 @@ struct Mark {
   weft_event* event = nullptr;
 };
 
+// The tensor map last encoded for one of an entry's maps, and the address and extents it was encoded
+// for: a launch on the same buffers (a loop's, whose values the buffer plan keeps in one buffer)
+// takes it instead of asking the driver again, inside a `time`.
+struct EncodedMap {
+  bool valid = false;
+  weft_device_ptr address = 0;
+  std::uint64_t cols = 0, rows = 0;
+  weft_tensor_map map{};
+};
+
 struct Loaded {
   weft_module* module = nullptr;
   weft_kernel* kernel = nullptr;
+  std::vector<EncodedMap> maps;  // per weft_program_kernel::maps entry
 };
 
 Loaded& Load(weft_program_kernel& k) {
@@ -254,7 +291,17 @@ int weft_program_end(void) {
   if (p.gpu) {
     weft_check(weft_synchronize());
     for (auto& t : p.tensors)
-      if (t->device != 0) weft_device_free(t->device);
+      if (t->device != 0 && !t->borrowed) weft::runtime::FreeOnStream(t->device, nullptr);
+    weft::runtime::TrimPool();
+    if (const char* stats = std::getenv("WEFT_POOL_STATS"); stats != nullptr && *stats != '\0') {
+      weft::runtime::DevicePool::Stats s = weft::runtime::PoolStats();
+      std::fprintf(stderr,
+                   "weft: device memory: %llu driver allocations, %llu reuses of kept blocks, %llu out-of-memory "
+                   "retries, %llu blocks freed\n",
+                   static_cast<unsigned long long>(s.driver_allocations), static_cast<unsigned long long>(s.reuses),
+                   static_cast<unsigned long long>(s.out_of_memory_retries),
+                   static_cast<unsigned long long>(s.driver_frees));
+    }
   }
   p.tensors.clear();
   return 0;
@@ -289,7 +336,7 @@ weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, 
   // thread a unit, up to kRandomBlocks blocks.
   constexpr std::uint64_t kRandomBlocks = 1024;
   std::uint64_t bytes = Bytes(*t);
-  weft_check(weft_device_alloc(&t->device, bytes));
+  weft_check(weft::runtime::AllocateTensor(bytes, &t->device, &t->capacity));
   t->on_device = true;
   std::int64_t count = t->host.Count();
   std::uint64_t units = weft::Bits(t->host.dtype) < 8 ? bytes : static_cast<std::uint64_t>(count);
@@ -372,17 +419,14 @@ void weft_program_write_text(const char* text) {
   if (std::strchr(text, '\n') != nullptr) std::fflush(stdout);
 }
 
-weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape) {
+weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse) {
   auto t = std::make_unique<weft_tensor>();
   t->host.dtype = static_cast<Dtype>(dtype);
   t->host.shape = Shape(rank, shape);
   if (ShapesOnly()) return Keep(std::move(t));
   EnsureGpu();
-  std::uint64_t bytes = Bytes(*t);
-  weft_check(weft_device_alloc(&t->device, bytes));
-  if (bytes > 0) weft_check(weft_device_memset(t->device, 0, bytes));
-  t->on_device = true;
-  t->capacity = bytes;
+  Acquire(*t, reuse);
+  if (std::uint64_t bytes = Bytes(*t); bytes > 0) weft_check(weft_device_memset(t->device, 0, bytes));
   return Keep(std::move(t));
 }
 
@@ -392,19 +436,7 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
   t->host.shape = Shape(rank, shape);
   if (ShapesOnly()) return Keep(std::move(t));
   EnsureGpu();
-  std::uint64_t bytes = Bytes(*t);
-  if (reuse != nullptr && reuse->on_device && !reuse->moved && !reuse->borrowed && reuse->capacity >= bytes &&
-      reuse->device != 0) {
-    t->device = reuse->device;
-    t->capacity = reuse->capacity;
-    reuse->device = 0;
-    reuse->on_device = false;
-    reuse->moved = true;
-  } else {
-    weft_check(weft_device_alloc(&t->device, bytes));
-    t->capacity = bytes;
-  }
-  t->on_device = true;
+  Acquire(*t, reuse);
   return Keep(std::move(t));
 }
 
@@ -412,7 +444,7 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
                          const int64_t* sizes, weft_tensor* const* scalars) {
   if (ShapesOnly()) return;
   for (int i = 0; i < 3; ++i) {
-    if (grid[i] == 0) return;  // no blocks: the outputs stay zero
+    if (grid[i] == 0) return;  // no blocks: a zero-filled `out` stays zero; one stored whole is empty
     if (grid[i] < 0 || grid[i] > 0x7fffffff) {
       weft_failf("`%s`: the grid's extent %d is %lld, outside 1 to 2147483647", kernel->name, i,
                  static_cast<long long>(grid[i]));
@@ -434,6 +466,7 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
   scalar_bits.reserve(scalar_count);
   for (std::size_t i = 0; i < scalar_count; ++i) scalar_bits.push_back(weft::runtime::LoadBits(OnHost(*scalars[i]), 0));
   std::vector<weft_tensor_map> maps(static_cast<std::size_t>(kernel->map_count));
+  loaded.maps.resize(maps.size());
   for (std::int32_t i = 0; i < kernel->map_count; ++i) {
     const weft_program_tensor_map& m = kernel->maps[i];
     const weft_tensor& t = *tensors[m.tensor];
@@ -441,17 +474,26 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
     std::uint64_t cols = shape.empty() ? 1 : static_cast<std::uint64_t>(shape.back());
     std::uint64_t rows = 1;
     for (std::size_t a = 0; a + 1 < shape.size(); ++a) rows *= static_cast<std::uint64_t>(shape[a]);
-    const std::uint64_t dims[2] = {cols, rows};
-    const std::uint64_t strides[1] = {cols * static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, 1))};
-    const std::uint32_t box[2] = {m.box_cols, m.box_rows};
-    if (weft_tensor_map_encode_tiled(&maps[static_cast<std::size_t>(i)], TmaDtype(t.host.dtype), 2,
-                                     pointers[static_cast<std::size_t>(m.tensor)], dims, strides, box, nullptr,
-                                     WEFT_TMA_INTERLEAVE_NONE, static_cast<weft_tma_swizzle>(m.swizzle),
-                                     WEFT_TMA_L2_256B, WEFT_TMA_OOB_ZERO) != WEFT_OK) {
-      weft_failf("`%s`: cannot make the TMA tensor map of %s%s: %s", kernel->name,
-                 std::string(weft::Spelling(t.host.dtype)).c_str(), weft::runtime::ShapeText(shape).c_str(),
-                 weft_last_error());
+    const weft_device_ptr address = pointers[static_cast<std::size_t>(m.tensor)];
+    EncodedMap& encoded = loaded.maps[static_cast<std::size_t>(i)];
+    if (!encoded.valid || encoded.address != address || encoded.cols != cols || encoded.rows != rows) {
+      const std::uint64_t dims[2] = {cols, rows};
+      const std::uint64_t strides[1] = {cols * static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, 1))};
+      const std::uint32_t box[2] = {m.box_cols, m.box_rows};
+      encoded.valid = false;
+      if (weft_tensor_map_encode_tiled(&encoded.map, TmaDtype(t.host.dtype), 2, address, dims, strides, box, nullptr,
+                                       WEFT_TMA_INTERLEAVE_NONE, static_cast<weft_tma_swizzle>(m.swizzle),
+                                       WEFT_TMA_L2_256B, WEFT_TMA_OOB_ZERO) != WEFT_OK) {
+        weft_failf("`%s`: cannot make the TMA tensor map of %s%s: %s", kernel->name,
+                   std::string(weft::Spelling(t.host.dtype)).c_str(), weft::runtime::ShapeText(shape).c_str(),
+                   weft_last_error());
+      }
+      encoded.valid = true;
+      encoded.address = address;
+      encoded.cols = cols;
+      encoded.rows = rows;
     }
+    maps[static_cast<std::size_t>(i)] = encoded.map;
   }
   for (weft_device_ptr& p : pointers) args.push_back(&p);
   for (std::int64_t& s : size_values) args.push_back(&s);
@@ -537,14 +579,13 @@ struct Managed {
   std::vector<std::int64_t> strides;  // C order, in elements (DLPack allows null; not every consumer does)
   std::vector<std::uint8_t> host;
   weft_device_ptr device = 0;
-  std::uint64_t capacity = 0;  // bytes of `device`'s allocation
   void* stream = nullptr;
 };
 
 void DeleteManaged(weft_dl_managed_tensor* self) {
   if (self == nullptr) return;
   auto* m = static_cast<Managed*>(self->manager_ctx);
-  if (m->device != 0) weft::runtime::FreeOnStream(m->device, m->capacity, m->stream);  // a deleter cannot report
+  if (m->device != 0) weft::runtime::FreeOnStream(m->device, m->stream);  // a deleter cannot report
   delete m;
 }
 
@@ -568,12 +609,11 @@ weft_dl_managed_tensor* MakeResult(weft_tensor& t, weft_library_results where, v
       if (tensor == &t) source = device;
     if (source == 0) source = OnDevice(t);
     if (t.borrowed || t.device != source || t.capacity == 0) {
-      weft_check(weft_device_alloc(&m->device, bytes));
-      m->capacity = bytes;
+      std::uint64_t capacity = 0;
+      weft_check(weft::runtime::AllocateTensor(bytes, &m->device, &capacity));
       weft_check(weft::runtime::CopyOnStream(m->device, source, bytes));
     } else {
       m->device = t.device;  // handed over: the call's clean-up does not free it
-      m->capacity = t.capacity;
       t.device = 0;
       t.on_device = false;
       t.moved = true;
@@ -709,7 +749,7 @@ weft_status weft_library_call(const weft_library_export* export_, const int64_t*
   // 4. The call's own tensors go (in stream order); the results' memory was handed over.
   for (std::size_t i = first; i < p.tensors.size(); ++i) {
     weft_tensor& t = *p.tensors[i];
-    if (!t.borrowed && t.device != 0) weft::runtime::FreeOnStream(t.device, t.capacity, stream);
+    if (!t.borrowed && t.device != 0) weft::runtime::FreeOnStream(t.device, stream);
   }
   p.tensors.resize(first);
   weft::runtime::SetStream(nullptr, false);

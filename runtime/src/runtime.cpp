@@ -9,6 +9,9 @@
 //    GPU. The names of the kernels launched since the last wait are kept, so that report names the
 //    kernel (or the few that could have failed); WEFT_SYNC_LAUNCHES=1 waits after each launch.
 // 4. Each failure records one line (runtime_internal.h's SetError) and returns a weft_status.
+// 5. Tensors' memory (runtime_internal.h's AllocateTensor, FreeOnStream) comes from a caching pool
+//    (device_pool.h) on the legacy default stream, and from the driver's stream-ordered pool on a
+//    library call's own stream; weft_device_alloc and weft_device_free go to the driver.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -20,10 +23,12 @@
 #include <vector>
 
 #include "cuda_driver.h"
+#include "device_pool.h"
 #include "runtime_internal.h"
 #include "weft/runtime.h"
 
 using weft::runtime::BytesText;
+using weft::runtime::DeviceBlock;
 using weft::runtime::SetError;
 namespace cuda = weft::runtime::cuda;
 
@@ -75,53 +80,6 @@ State& S() {
 thread_local cuda::CUstream current_stream = nullptr;
 thread_local bool stream_ordered = false;
 bool pool_kept = false;
-
-// Stream-ordered blocks freed on the legacy default stream (PyTorch's default stream), kept for the
-// next allocation of the same size on it, as a caching allocator keeps them: a call of a library
-// costs its caller's launch latency, and cuMemAllocAsync with cuMemFreeAsync are two driver calls a
-// result (docs/python.md, "The cost of a call"). Reuse is safe for the reason cuMemFreeAsync's is:
-// the stream orders the next call's writes after every use of the block queued before its free.
-// Only the legacy default stream's are kept, since it cannot be destroyed (a later stream can have a
-// destroyed one's handle). Deleters run on any thread: a mutex of its own.
-struct KeptBlocks {
-  std::mutex mutex;
-  std::vector<std::pair<cuda::CUdeviceptr, std::uint64_t>> blocks;  // (address, bytes)
-  std::uint64_t bytes = 0;
-};
-constexpr std::size_t kMaxKeptBlocks = 64;
-constexpr std::uint64_t kMaxKeptBytes = std::uint64_t{1} << 30;
-
-KeptBlocks& Kept() {
-  static KeptBlocks kept;
-  return kept;
-}
-
-// A kept block of exactly `bytes` for `stream`, or 0.
-cuda::CUdeviceptr TakeKept(std::uint64_t bytes, cuda::CUstream stream) {
-  if (stream != nullptr) return 0;
-  KeptBlocks& kept = Kept();
-  std::lock_guard<std::mutex> lock(kept.mutex);
-  for (std::size_t i = kept.blocks.size(); i-- > 0;) {
-    if (kept.blocks[i].second == bytes) {
-      cuda::CUdeviceptr p = kept.blocks[i].first;
-      kept.blocks.erase(kept.blocks.begin() + static_cast<std::ptrdiff_t>(i));
-      kept.bytes -= bytes;
-      return p;
-    }
-  }
-  return 0;
-}
-
-// Keeps `ptr` (`bytes` long, freed on `stream`) when there is room; false: free it.
-bool Keep(cuda::CUdeviceptr ptr, std::uint64_t bytes, cuda::CUstream stream) {
-  if (stream != nullptr || bytes == 0) return false;
-  KeptBlocks& kept = Kept();
-  std::lock_guard<std::mutex> lock(kept.mutex);
-  if (kept.blocks.size() >= kMaxKeptBlocks || kept.bytes + bytes > kMaxKeptBytes) return false;
-  kept.blocks.emplace_back(ptr, bytes);
-  kept.bytes += bytes;
-  return true;
-}
 
 // Calls a driver function through its table entry, or returns kMissingFunction if the driver lacks it.
 template <typename... P, typename... A>
@@ -306,6 +264,48 @@ std::optional<std::string> CheckTensorMap(const weft_tensor_map* map, int dtype,
   return std::nullopt;
 }
 
+// `bytes` (> 0) from the driver: stream-ordered on `stream` (from the device's default pool), or
+// not. Out of memory says what was asked and what is free.
+weft_status DriverAllocate(std::uint64_t bytes, bool ordered, cuda::CUstream stream, weft_device_ptr* ptr) {
+  cuda::CUdeviceptr p = 0;
+  cuda::CUresult r = ordered ? CU(cuMemAllocAsync, &p, static_cast<std::size_t>(bytes), stream)
+                             : CU(cuMemAlloc, &p, static_cast<std::size_t>(bytes));
+  if (r == cuda::CUDA_ERROR_OUT_OF_MEMORY) {
+    std::string message = "out of GPU memory: cannot allocate " + BytesText(bytes);
+    if (bytes >= 1024) message += " (" + std::to_string(bytes) + " bytes)";
+    std::size_t free = 0, total = 0;
+    if (CU(cuMemGetInfo, &free, &total) == cuda::CUDA_SUCCESS) {
+      message += ": " + BytesText(free) + " of " + BytesText(total) + " free on " + GpuText();
+    } else {
+      message += " on " + GpuText();
+    }
+    return SetError(WEFT_ERROR_OUT_OF_MEMORY, message);
+  }
+  if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot allocate " + BytesText(bytes) + " on " + GpuText());
+  *ptr = p;
+  return WEFT_OK;
+}
+
+// The pool of tensors' memory on the legacy default stream (device_pool.h; runtime_internal.h's
+// AllocateTensor). A library call's blocks are stream-ordered allocations on that stream, a
+// program's plain ones; either kind serves the other, since both are used on that one stream.
+weft::runtime::DevicePool& Pool() {
+  static weft::runtime::DevicePool pool(
+      weft::runtime::DevicePool::Backend{[](std::uint64_t bytes, weft::runtime::DeviceBlock& block) {
+                                           block.stream_ordered = stream_ordered;
+                                           block.bytes = bytes;
+                                           return DriverAllocate(bytes, stream_ordered, nullptr, &block.ptr);
+                                         },
+                                         [](const weft::runtime::DeviceBlock& block) {
+                                           if (block.stream_ordered) {
+                                             CU(cuMemFreeAsync, block.ptr, static_cast<cuda::CUstream>(nullptr));
+                                           } else {
+                                             CU(cuMemFree, block.ptr);
+                                           }
+                                         }});
+  return pool;
+}
+
 }  // namespace
 
 extern "C" {
@@ -382,6 +382,10 @@ weft_status weft_init(void) {
   s.info = info;
   s.pending.clear();
   s.initialized = true;
+  // Kept memory is memory the caller's own allocator (PyTorch's, beside a library call) cannot have:
+  // at most a quarter of the GPU. A call whose intermediates need more is slow enough that their
+  // allocation does not matter.
+  Pool().SetLimit(info.total_memory > 0 ? info.total_memory / 4 : std::uint64_t{1} << 30);
   return WEFT_OK;
 }
 
@@ -389,6 +393,8 @@ void weft_shutdown(void) {
   State& s = S();
   if (!s.initialized) return;
   CU(cuCtxSynchronize);
+  Pool().Trim();
+  Pool().Forget();  // a block released after this is the old context's: not taken back
   std::vector<weft_module*> modules = s.modules;
   for (weft_module* m : modules) weft_module_unload(m);
   CU(cuDevicePrimaryCtxRelease, s.device);
@@ -408,27 +414,7 @@ weft_status weft_device_alloc(weft_device_ptr* ptr, std::uint64_t bytes) {
   *ptr = 0;
   if (!S().initialized) return NotInitialized();
   if (bytes == 0) return WEFT_OK;
-  cuda::CUdeviceptr p = 0;
-  if (stream_ordered && (p = TakeKept(bytes, current_stream)) != 0) {
-    *ptr = p;
-    return WEFT_OK;
-  }
-  cuda::CUresult r = stream_ordered ? CU(cuMemAllocAsync, &p, static_cast<std::size_t>(bytes), current_stream)
-                                    : CU(cuMemAlloc, &p, static_cast<std::size_t>(bytes));
-  if (r == cuda::CUDA_ERROR_OUT_OF_MEMORY) {
-    std::string message = "out of GPU memory: cannot allocate " + BytesText(bytes);
-    if (bytes >= 1024) message += " (" + std::to_string(bytes) + " bytes)";
-    std::size_t free = 0, total = 0;
-    if (CU(cuMemGetInfo, &free, &total) == cuda::CUDA_SUCCESS) {
-      message += ": " + BytesText(free) + " of " + BytesText(total) + " free on " + GpuText();
-    } else {
-      message += " on " + GpuText();
-    }
-    return SetError(WEFT_ERROR_OUT_OF_MEMORY, message);
-  }
-  if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot allocate " + BytesText(bytes) + " on " + GpuText());
-  *ptr = p;
-  return WEFT_OK;
+  return DriverAllocate(bytes, stream_ordered, current_stream, ptr);
 }
 
 weft_status weft_device_free(weft_device_ptr ptr) {
@@ -794,14 +780,44 @@ void* weft::runtime::CurrentStream() {
   return current_stream;
 }
 
-weft_status weft::runtime::FreeOnStream(weft_device_ptr ptr, std::uint64_t bytes, void* stream) {
+weft_status weft::runtime::AllocateTensor(std::uint64_t bytes, weft_device_ptr* ptr, std::uint64_t* capacity) {
+  *ptr = 0;
+  *capacity = 0;
+  if (!S().initialized) return NotInitialized();
+  if (bytes == 0) return WEFT_OK;
+  if (current_stream != nullptr) {  // a library call's own stream: the driver's stream-ordered pool
+    if (weft_status s = DriverAllocate(bytes, true, current_stream, ptr)) return s;
+    *capacity = bytes;
+    return WEFT_OK;
+  }
+  DeviceBlock block;
+  if (weft_status s = Pool().Allocate(bytes, block)) return s;
+  *ptr = block.ptr;
+  *capacity = block.bytes;
+  return WEFT_OK;
+}
+
+weft_status weft::runtime::FreeOnStream(weft_device_ptr ptr, void* stream) {
   if (ptr == 0) return WEFT_OK;
   if (!S().initialized) return NotInitialized();
-  if (Keep(ptr, bytes, static_cast<cuda::CUstream>(stream))) return WEFT_OK;
-  if (weft_status s = MakeCurrent()) return s;
+  if (weft_status s = MakeCurrent()) return s;  // a DLPack deleter runs on any thread
+  // On the legacy default stream every block is the pool's; one it does not know was handed out
+  // before weft_shutdown, and its context is gone.
+  if (stream == nullptr) {
+    Pool().Release(ptr);
+    return WEFT_OK;
+  }
   cuda::CUresult r = CU(cuMemFreeAsync, ptr, static_cast<cuda::CUstream>(stream));
   if (r != cuda::CUDA_SUCCESS) return DriverFailure(r, "cannot free GPU memory");
   return WEFT_OK;
+}
+
+void weft::runtime::TrimPool() {
+  if (S().initialized && MakeCurrent() == WEFT_OK) Pool().Trim();
+}
+
+weft::runtime::DevicePool::Stats weft::runtime::PoolStats() {
+  return Pool().stats();
 }
 
 weft_status weft::runtime::CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes) {

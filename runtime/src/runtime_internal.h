@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "device_pool.h"
 #include "weft/runtime.h"
 
 namespace weft::runtime {
@@ -35,10 +36,24 @@ void SetFailingStatus(weft_status status);
 // memory for reuse). A library call sets the caller's stream for its duration.
 void SetStream(void* stream, bool stream_ordered);
 void* CurrentStream();
-// Frees `ptr` (a stream-ordered allocation of `bytes`) in the order of `stream`: a DLPack deleter's
-// free, and a library call's for its intermediates. On the legacy default stream the block may be kept
-// for the next stream-ordered allocation of its size there instead (runtime.cpp's KeptBlocks).
-weft_status FreeOnStream(weft_device_ptr ptr, std::uint64_t bytes, void* stream);
+
+// ---- Tensors' device memory (docs/runtime.md, "Device memory") ----
+
+// At least `bytes` of device memory for a tensor of a program or a library call, on the calling
+// thread's stream: on the legacy default stream from the pool (device_pool.h: no driver call in a
+// steady state), on a library call's own stream stream-ordered from the device's default pool.
+// `capacity` receives the block's size (what a later value of the buffer plan may take over).
+// Out of memory empties the pool and tries once more before it fails.
+weft_status AllocateTensor(std::uint64_t bytes, weft_device_ptr* ptr, std::uint64_t* capacity);
+// Gives back a block AllocateTensor made, in the order of `stream` (the one it was made on): to the
+// pool on the legacy default stream (a later allocation takes it, the stream ordering its writes
+// after every use queued before), else cuMemFreeAsync. A DLPack deleter's free, a library call's for
+// its intermediates, weft_program_end's.
+weft_status FreeOnStream(weft_device_ptr ptr, void* stream);
+// Frees every block the pool keeps (weft_program_end; weft_shutdown does it too).
+void TrimPool();
+DevicePool::Stats PoolStats();
+
 // A device-to-device copy on the current stream.
 weft_status CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes);
 // Makes the GPU's context current on the calling thread (a library may be called from any thread).

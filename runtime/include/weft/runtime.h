@@ -283,7 +283,8 @@ weft_status weft_random_fill(weft_host_tensor* tensor, uint64_t seed);
  * or `save` does), the host built-ins with the interpreter's meaning and messages, and kernel
  * launches from a static descriptor. None of these return a status: a failure ends the program
  * with weft_fail's one line and exit status 1, as the generated code would anyway. Tensors live
- * until weft_program_end. Not meant to be called by hand, but plain C: tests do. */
+ * until weft_program_end, but the device memory of one the buffer plan says is dead goes to the
+ * next value of its buffer (`reuse`). Not meant to be called by hand, but plain C: tests do. */
 
 /* A value of a compiled program: a tensor (a scalar is a rank-0 one). */
 typedef struct weft_tensor weft_tensor;
@@ -329,7 +330,8 @@ void weft_program_start(int argc, char** argv, const char* target, int uses_gpu)
  * `time` intervals do not include loading (module loading is otherwise lazy, at the first launch). */
 void weft_program_preload(weft_program_kernel* const* kernels, int32_t count);
 /* Last call of `main`: waits for the GPU (a kernel that failed is reported here), frees every
- * tensor. Returns 0, the program's exit status. */
+ * tensor and gives the pool's device memory back to the driver (WEFT_POOL_STATS=1 prints on stderr
+ * how many blocks the driver allocated). Returns 0, the program's exit status. */
 int weft_program_end(void);
 
 /* A scalar of `dtype` holding the bit pattern `bits` (a literal, rounded by the compiler). */
@@ -361,13 +363,16 @@ const char* weft_program_arg(const weft_tensor* index);
 /* `print`'s pieces: a tensor as NumPy prints it, and text (print ends with weft_program_write_text("\n")). */
 void weft_program_write_tensor(weft_tensor* tensor);
 void weft_program_write_text(const char* text);
-/* An `out` parameter of a kernel call: a tensor on the GPU, zero-filled. */
-weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape);
-/* An array kernel's output (docs/graph.md): a tensor on the GPU, not zero-filled (the kernel writes
- * every element). `reuse`, when not null, is the value the buffer plan held in the same buffer
- * before, now dead: its device memory is taken over when it is large enough (it must not be read
- * again), else new memory is allocated. */
+/* A kernel's output (docs/graph.md, docs/runtime.md "Device memory"): a tensor on the GPU, not
+ * zero-filled (the kernel writes every element: an array kernel, a stdlib kernel, a called kernel
+ * whose stores the compiler proved cover its `out` parameter). `reuse`, when not null, is the value
+ * the buffer plan held in the same buffer before, now dead: its device memory is taken over when it
+ * is large enough, else given back to the runtime's pool; either way it must not be read again.
+ * New memory comes from the pool. */
 weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse);
+/* An `out` parameter of a kernel call that may not store every element: weft_program_buffer, then
+ * zero-filled (on the GPU, in stream order). */
+weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse);
 /* Launches `kernel` on `grid` (x, y, z; no launch when one of them is 0) with its tensor parameters
  * (source order, `out` ones included), its sizes (as `size_order` indexes them) and its scalar
  * parameters (source order). Inputs are copied to the GPU if they are not there yet. */

@@ -7,14 +7,20 @@
 //   WEFT_FAKE_CUDA_DEVICES  how many GPUs; default 1
 //   WEFT_FAKE_CUDA_SM       compute capability as major*10+minor; default 80
 //   WEFT_FAKE_CUDA_FREE     free bytes; allocations above it are CUDA_ERROR_OUT_OF_MEMORY; default 8 GiB
+//   WEFT_FAKE_CUDA_CAPACITY set: an allocation that would take the live allocations above this many
+//                           bytes is CUDA_ERROR_OUT_OF_MEMORY (the pool's retry, device_pool.h)
+//   WEFT_FAKE_CUDA_TRACE_MEMORY  set: each allocation and free writes a line to stderr
+//                           (`fake cuda: alloc N bytes`, `fake cuda: free N bytes`)
 //   WEFT_FAKE_CUDA_TRACE    set: each launch writes a line to stderr (`fake cuda: launch NAME grid
 //                           X x Y x Z, block X x Y x Z`, and for `random`'s kernels `, count N, seed S`)
 //
 // Modules: an image containing ".entry" loads; any other is CUDA_ERROR_INVALID_PTX with a ptxas-like
 // log. Kernels: `add` (1024 threads), `fault`, whose launch makes the next synchronize fail with
-// CUDA_ERROR_ILLEGAL_ADDRESS, and `weft_random_<dtype>` (random.h's entries; they write nothing, and
-// "device memory" starts zeroed, so their tensors read back as zeros). A launch whose dynamic shared memory exceeds the
-// kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
+// CUDA_ERROR_ILLEGAL_ADDRESS, `weft_random_<dtype>` (random.h's entries; they write nothing, and
+// "device memory" starts zeroed, so their tensors read back as zeros), and any named `noop_...` (a
+// lit test's own; they do nothing). A launch whose dynamic shared memory exceeds the kernel's
+// MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
+// weft_fake_cuda_memory (not a driver function) gives the tests the allocations, frees and live bytes.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +39,15 @@ struct FakeFunction {
 
 FakeFunction add_kernel{"add"};
 FakeFunction fault_kernel{"fault"};
-// random, array and stdlib gemm and attention kernels, by entry (a map keeps their addresses); they do nothing
+// random, array, stdlib gemm and attention, and noop_ kernels, by entry (a map keeps their addresses); they do nothing
 std::map<std::string, FakeFunction> named_kernels;
 bool faulted = false;
 thread_local void* current_context = nullptr;  // cuCtxSetCurrent's, per thread as the driver's
 char fake_context;
 char fake_module;
 int fake_event;
+std::map<unsigned long long, std::size_t> live_blocks;  // address -> bytes
+unsigned long long allocations = 0, frees = 0, live_bytes = 0;
 
 unsigned long long EnvNumber(const char* name, unsigned long long fallback) {
   const char* text = std::getenv(name);
@@ -192,15 +200,35 @@ CUresult cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
   *total = std::size_t{16} << 30;
   return 0;
 }
+void weft_fake_cuda_memory(unsigned long long counts[3]) {
+  counts[0] = allocations;
+  counts[1] = frees;
+  counts[2] = live_bytes;
+}
 CUresult cuMemAlloc_v2(unsigned long long* ptr, std::size_t bytes) {
   if (bytes == 0) return 1;
   if (bytes > EnvNumber("WEFT_FAKE_CUDA_FREE", std::uint64_t{8} << 30)) return 2;
+  if (std::getenv("WEFT_FAKE_CUDA_CAPACITY") != nullptr && live_bytes + bytes > EnvNumber("WEFT_FAKE_CUDA_CAPACITY", 0))
+    return 2;
   void* p = std::calloc(bytes, 1);
   if (p == nullptr) return 2;
   *ptr = reinterpret_cast<std::uintptr_t>(p);
+  live_blocks[*ptr] = bytes;
+  live_bytes += bytes;
+  ++allocations;
+  if (std::getenv("WEFT_FAKE_CUDA_TRACE_MEMORY") != nullptr)
+    std::fprintf(stderr, "fake cuda: alloc %zu bytes\n", bytes);
   return 0;
 }
 CUresult cuMemFree_v2(unsigned long long ptr) {
+  auto it = live_blocks.find(ptr);
+  if (it != live_blocks.end()) {
+    if (std::getenv("WEFT_FAKE_CUDA_TRACE_MEMORY") != nullptr)
+      std::fprintf(stderr, "fake cuda: free %zu bytes\n", it->second);
+    live_bytes -= it->second;
+    live_blocks.erase(it);
+    ++frees;
+  }
   std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)));
   return 0;
 }
@@ -264,7 +292,8 @@ CUresult cuModuleGetFunction(void** function, void*, const char* name) {
   } else if (std::strcmp(name, "fault") == 0) {
     *function = &fault_kernel;
   } else if (std::strncmp(name, "weft_random_", 12) == 0 || std::strncmp(name, "weft_array_", 11) == 0 ||
-             std::strncmp(name, "gemm_", 5) == 0 || std::strncmp(name, "attention_", 10) == 0) {
+             std::strncmp(name, "gemm_", 5) == 0 || std::strncmp(name, "attention_", 10) == 0 ||
+             std::strncmp(name, "noop_", 5) == 0) {
     FakeFunction& f = named_kernels[name];
     f.name = name;
     *function = &f;
