@@ -98,6 +98,9 @@ class Lowering {
   llvm::Value* Reuse(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
   void LowerStdlibAttention(std::size_t index);
+  // Groups index .. alternative_last, an attention pattern's parts, or the stdlib kernel instead
+  // (graph::Group::alternative); returns alternative_last.
+  std::size_t LowerAttentionChoice(std::size_t index);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
   std::map<std::uint32_t, llvm::Value*> KernelSizes(const tile::Kernel& kernel,
                                                     const std::vector<const HTensor*>& inputs);
@@ -728,6 +731,55 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
                KernelSizes(out_.kernels[use].kernel, inputs));
 }
 
+// An attention pattern whose sizes are known only at run time (graph::Group::alternative): the host
+// scalars among its parts first, then the stdlib kernel when its `where` clause holds, else the
+// parts (two products and a row kernel) into the same output.
+std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
+  const graph::Group& first = plan_.groups[index];
+  const std::size_t last = first.alternative_last;
+  const graph::Node& root = g_.Get(plan_.groups[last].nodes.back());  // the pattern's `@`
+  auto is_host = [&](std::size_t g) { return plan_.groups[g].kind == graph::GroupKind::Host; };
+  for (std::size_t g = index + 1; g < last; ++g)
+    if (is_host(g)) {
+      EmitChecks(plan_.groups[g].nodes.back().index);
+      LowerHost(plan_.groups[g].nodes.back());
+    }
+  EmitChecks(plan_.groups[last].nodes.back().index);
+  const core::Def* def = options_.stdlib ? options_.stdlib->Find(first.alternative) : nullptr;
+  if (!def || !def->kernel) {
+    for (std::size_t g = index; g <= last; ++g)
+      if (!is_host(g)) LowerArray(g);
+    return last;
+  }
+  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
+  const graph::Node* scores = nullptr;
+  for (graph::NodeId id : first.nodes)
+    if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
+  if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention's parts without the scores' product");
+  graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
+  std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
+  HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
+  std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
+  auto size_of = [&](SizeVarId var) -> llvm::Value* { return sizes.at(var.index); };
+  llvm::Value* holds = b_.getTrue();
+  for (const core::DimFact& fact : kernel.where)
+    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "attention.stdlib", main_);
+  llvm::BasicBlock* parts = llvm::BasicBlock::Create(ctx_, "attention.parts", main_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "attention.done", main_);
+  b_.CreateCondBr(holds, fast, parts);
+  b_.SetInsertPoint(fast);
+  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(first.causal ? 1 : 0))}, out, sizes);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(parts);
+  for (std::size_t g = index; g <= last; ++g)
+    if (!is_host(g)) LowerArray(g);  // the last writes into `out`, already allocated
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  return last;
+}
+
 // ---- Array kernels (codegen/array.h) ----
 
 // The plan's buffer for value `id`, which a kernel writes whole (docs/graph.md, "Buffers"): the
@@ -817,7 +869,9 @@ void Lowering::LowerMain() {
         LowerCall(group);
         break;
       case graph::GroupKind::Gemm:
-        if (group.kernel.empty()) {
+        if (!group.alternative.empty()) {
+          i = LowerAttentionChoice(i);
+        } else if (group.kernel.empty()) {
           LowerArray(i);
         } else {
           LowerStdlibGemm(i);

@@ -38,6 +38,8 @@ bool IsHostKind(Kind k) {
   }
 }
 
+const std::string kAttentionCopy = "a copy: the stdlib attention kernel reads q, k and v as stored, row-major";
+
 const std::string kStdlibWhere = "where m % 128 == 0, n % 256 == 0, k % 64 == 0 at run time; else the generic product";
 
 bool IsElementwiseKind(Kind k) {
@@ -81,6 +83,7 @@ class Fuser {
       kernel += group.kind == GroupKind::Host ? 0 : 1;
     }
     Connect();
+    Alternatives();
     PlanBuffers();
     return std::move(plan_);
   }
@@ -208,8 +211,7 @@ class Fuser {
         for (std::int64_t u : users) {
           GroupKind k = plan_.groups[static_cast<std::size_t>(u)].kind;
           dense = dense || k == GroupKind::Host || k == GroupKind::Call || k == GroupKind::Attention;
-          if (k == GroupKind::Attention)
-            copy = "a copy: the stdlib attention kernel reads q, k and v as stored, row-major";
+          if (k == GroupKind::Attention) copy = kAttentionCopy;
         }
         if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second;
         if (dense) {
@@ -432,8 +434,25 @@ class Fuser {
       NodeId id(static_cast<std::uint32_t>(i));
       std::vector<NodeId> members;
       std::string why;
-      bool causal = false;
-      if (auto kernel = Attention(id, members, why, &causal)) {
+      bool causal = false, at_run_time = false;
+      if (auto kernel = Attention(id, members, why, &causal, &at_run_time)) {
+        if (at_run_time) {
+          // Its parts are grouped as they would be without it (Group), the kernel their
+          // alternative (Alternatives); q, k and v dense for the kernel.
+          Alternative alt{id, *kernel, causal, why, {}};
+          for (NodeId m : members) alt.members.insert(m.index);
+          for (NodeId m : members) {
+            const Node& n = Get(m);
+            if (n.kind != Kind::MatMul) continue;
+            NodeId operand = n.fn == "matmul_f32" ? n.args[0] : n.args[1];  // q; v
+            NodeId kt = n.args[1];
+            for (NodeId x :
+                 n.fn == "matmul_f32" ? std::vector<NodeId>{operand, Get(kt).args[0]} : std::vector<NodeId>{operand})
+              if (Get(x).kind == Kind::View) copies_.emplace(x.index, kAttentionCopy);
+          }
+          alternatives_.push_back(std::move(alt));
+          continue;
+        }
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
         for (NodeId m : members)
           if (m != id) Join(g, m);
@@ -450,8 +469,8 @@ class Fuser {
   // The stdlib attention kernel of the pattern whose `@` is `out`, with the group's `why`; or none,
   // with `why` saying so when only the sizes keep the pattern from the kernel. Both head dims take
   // 128 queries a block and keys in blocks of 128 (stdlib/attention.weft).
-  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why,
-                                       bool* causal_out) const {
+  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why, bool* causal_out,
+                                       bool* at_run_time) const {
     auto is = [&](NodeId id, Kind kind, std::string_view fn) {
       const Node& n = Get(id);
       return !n.in_body && n.kind == kind && (fn.empty() || n.fn == fn);
@@ -524,13 +543,20 @@ class Fuser {
       *causal_out = causal;
       return kernel;
     }
+    *causal_out = causal;
+    if ((!s_len || *s_len % 128 == 0) && (!t_len || *t_len % 128 == 0)) {
+      // Sizes known only at run time: the kernel when its clause holds then, else the parts.
+      *at_run_time = true;
+      why = std::string("softmax(q k^T / sqrt(d)) v, ") + (causal ? "causal" : "not causal") + ": the stdlib " +
+            kernel + " when " + clause + " at run time, else these parts";
+      return kernel;
+    }
     auto stated = [](const char* name, std::optional<std::int64_t> c) {
       return std::string(name) + (c ? " = " + std::to_string(*c) : " is known only at run time");
     };
     std::string here =
         !s_len && !t_len ? "s and t are known only at run time" : stated("s", s_len) + " and " + stated("t", t_len);
-    why = "not the stdlib " + kernel + ": its `where` clause, " + clause +
-          ", must hold for constant sizes (it has no fallback kernel); here " + here;
+    why = "not the stdlib " + kernel + ": its `where` clause, " + clause + ", cannot hold: here " + here;
     return std::nullopt;
   }
 
@@ -619,6 +645,10 @@ class Fuser {
         if (it != lives.end()) it->second.end = std::max(it->second.end, g);
       }
     }
+    for (const auto& [value, g] : read_until_) {
+      auto it = lives.find(value);
+      if (it != lives.end()) it->second.end = std::max(it->second.end, g);
+    }
     if (g_.result) {
       auto it = lives.find(Base(*g_.result).index);
       if (it != lives.end()) it->second.end = plan_.groups.size();
@@ -632,7 +662,8 @@ class Fuser {
     for (const Life& life : order) {
       const Node& n = Get(life.value);
       std::int64_t chosen = -1;
-      for (std::size_t b = 0; b < plan_.buffers.size(); ++b) {
+      const bool own = own_buffer_.count(life.value.index) > 0;
+      for (std::size_t b = 0; b < plan_.buffers.size() && !own; ++b) {
         const Node& held = Get(plan_.buffers[b].holds.back());
         if (free_after[b] < life.begin && Bytes(held) == Bytes(n)) {
           chosen = static_cast<std::int64_t>(b);
@@ -645,8 +676,55 @@ class Fuser {
         chosen = static_cast<std::int64_t>(plan_.buffers.size() - 1);
       }
       plan_.buffers[static_cast<std::size_t>(chosen)].holds.push_back(life.value);
-      free_after[static_cast<std::size_t>(chosen)] = life.end;
+      free_after[static_cast<std::size_t>(chosen)] = own ? plan_.groups.size() + 1 : life.end;
       plan_.buffer_of[life.value.index] = chosen;
+    }
+  }
+
+  // An attention pattern whose sizes are known only at run time: its parts are planned as they
+  // would be without it, and when they are consecutive groups (host scalars between them aside) the
+  // first of them carries the kernel as their alternative (Group::alternative): the host launches
+  // it when its `where` clause holds, else the parts. Their intermediate values (the scores, the
+  // probabilities) live only in that branch, so each gets a buffer of its own.
+  struct Alternative {
+    NodeId out;
+    std::string kernel;
+    bool causal = false;
+    std::string why;
+    std::set<std::uint32_t> members;
+  };
+  void Alternatives() {
+    for (const Alternative& alt : alternatives_) {
+      std::int64_t last = plan_.group_of[alt.out.index];
+      std::vector<std::size_t> parts;
+      std::set<std::uint32_t> nodes;
+      for (std::int64_t g = last; g >= 0 && nodes.size() < alt.members.size(); --g) {
+        const graph::Group& group = plan_.groups[static_cast<std::size_t>(g)];
+        if (group.kind == GroupKind::Host && host_scalar_.count(group.nodes.back().index)) continue;
+        parts.insert(parts.begin(), static_cast<std::size_t>(g));
+        for (NodeId n : group.nodes) nodes.insert(n.index);
+      }
+      graph::Group* first = parts.empty() ? nullptr : &plan_.groups[parts.front()];
+      if (nodes != alt.members || !first || first->kind != GroupKind::Gemm || !first->alternative.empty()) {
+        plan_.generic_attention.emplace_back(
+            alt.out, "not the stdlib " + alt.kernel + ": its parts are not consecutive kernels (a compiler limit)");
+        continue;
+      }
+      first->alternative = alt.kernel;
+      first->causal = alt.causal;
+      first->alternative_last = static_cast<std::size_t>(last);
+      first->why = alt.why;
+      for (std::size_t g : parts)
+        if (static_cast<std::int64_t>(g) != last)
+          for (NodeId o : plan_.groups[g].outputs) own_buffer_.insert(o.index);
+      // The kernel reads q, k and v where the last part runs: they live until then.
+      for (NodeId m : first->nodes) {
+        const Node& n = Get(m);
+        if (n.kind != Kind::MatMul) continue;
+        read_until_[Base(n.args[0]).index] = static_cast<std::size_t>(last);
+        read_until_[Base(Get(n.args[1]).args[0]).index] = static_cast<std::size_t>(last);
+      }
+      read_until_[Base(Get(alt.out).args[1]).index] = static_cast<std::size_t>(last);
     }
   }
 
@@ -660,6 +738,9 @@ class Fuser {
   std::set<std::int64_t> closed_;                           // gemm groups whose product has joined: no more epilogue
   std::map<std::uint32_t, std::string> why_not_attention_;  // an attention pattern's softmax: why no kernel
   std::map<std::uint32_t, std::string> copies_;             // views a stdlib kernel reads dense: why
+  std::vector<Alternative> alternatives_;                   // attention kernels decided at run time
+  std::set<std::uint32_t> own_buffer_;                      // values that share no buffer
+  std::map<std::uint32_t, std::size_t> read_until_;         // values read by a group its inputs do not say
 };
 
 }  // namespace
@@ -686,8 +767,15 @@ std::vector<Diagnostic> SlowPaths(const Graph& graph, const Plan& plan) {
     for (NodeId n = graph.Get(id).args[0]; graph.Get(n).kind != Kind::MatMul && !graph.Get(n).args.empty();)
       n = graph.Get(n).args[0], attention_products.insert(n.index);
   }
-  for (const Group& group : plan.groups) {
-    if (group.kind != GroupKind::Gemm || !group.kernel.empty()) continue;
+  // An attention's parts with the stdlib kernel as their run-time alternative: not warned about.
+  std::size_t alternative_last = 0;
+  bool in_alternative = false;
+  for (std::size_t g = 0; g < plan.groups.size(); ++g) {
+    const Group& group = plan.groups[g];
+    if (!group.alternative.empty()) in_alternative = true, alternative_last = group.alternative_last;
+    bool skip = in_alternative;
+    if (in_alternative && g >= alternative_last) in_alternative = false;
+    if (skip || group.kind != GroupKind::Gemm || !group.kernel.empty()) continue;
     for (NodeId id : group.nodes) {
       const Node& n = graph.Get(id);
       if (n.kind != Kind::MatMul || attention_products.count(id.index)) continue;

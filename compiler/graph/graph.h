@@ -156,7 +156,12 @@ struct Group {
   std::string why;              // why the kernel is this one, or why a stdlib kernel does not fit
   bool epilogue = false;        // Gemm: `kernel` is the generated kernel (graph/epilogue.h) of the
                                 // stdlib tile with the group's elementwise work in its store
-  bool causal = false;          // Attention: the kernel's `causal` (a causal mask was matched)
+  bool causal = false;          // Attention, or `alternative`: the kernel's `causal` (nn's causal mask)
+  // The first group of an attention pattern's parts whose sizes are known only at run time: the
+  // stdlib attention kernel launched instead of groups this one .. alternative_last (host scalars
+  // between them aside) when its `where` clause holds at run time.
+  std::string alternative;
+  std::size_t alternative_last = 0;
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.
