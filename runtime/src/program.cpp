@@ -62,17 +62,35 @@ struct Call {
   bool shapes_only = false;           // WEFT_RESULTS_SHAPES: nothing is allocated, copied or launched
 };
 
+struct Mark {
+  std::chrono::steady_clock::time_point start;
+  weft_event* event = nullptr;
+  bool recorded = false;  // `event` is in the stream: the interval's first GPU operation came
+};
+
 struct Program {
   std::vector<std::string> args;
   bool gpu = false;  // weft_init succeeded
   std::vector<std::unique_ptr<weft_tensor>> tensors;
   std::vector<weft_module*> modules;
   Call* call = nullptr;
+  std::vector<Mark*> starts;  // `time` intervals whose start event waits for their first GPU operation
 };
 
 Program& P() {
   static Program program;
   return program;
+}
+
+// The start events of the `time` intervals begun since the last GPU operation, recorded just before
+// the next one (docs/runtime.md, "time"): the interval's GPU time runs from its first launch or copy,
+// not from the host's work before it (preparing a launch, which would leave the GPU idle inside it).
+void StartIntervals() {
+  for (Mark* mark : P().starts) {
+    weft_check(weft_event_record(mark->event));
+    mark->recorded = true;
+  }
+  P().starts.clear();
 }
 
 weft_tensor* Keep(std::unique_ptr<weft_tensor> t) {
@@ -105,8 +123,10 @@ HostTensor& OnHost(weft_tensor& t) {
     weft_failf("internal error: a value read after its buffer went to a later one (a bug in weft's buffer plan)");
   if (!t.on_host) {
     t.host.bytes.assign(static_cast<std::size_t>(Bytes(t)), 0);
-    if (t.on_device && !t.host.bytes.empty())
+    if (t.on_device && !t.host.bytes.empty()) {
+      StartIntervals();
       weft_check(weft_copy_to_host(t.host.bytes.data(), t.device, t.host.bytes.size()));
+    }
     t.on_host = true;
   }
   return t.host;
@@ -120,7 +140,11 @@ weft_device_ptr OnDevice(weft_tensor& t) {
     EnsureGpu();
     std::uint64_t bytes = Bytes(t);
     weft_check(weft::runtime::AllocateTensor(bytes, &t.device, &t.capacity));
-    if (bytes > 0) weft_check(weft_copy_to_device(t.device, OnHost(t).bytes.data(), bytes));
+    if (bytes > 0) {
+      HostTensor& host = OnHost(t);
+      StartIntervals();
+      weft_check(weft_copy_to_device(t.device, host.bytes.data(), bytes));
+    }
     t.on_device = true;
   }
   return t.device;
@@ -177,10 +201,6 @@ weft_tma_dtype TmaDtype(Dtype d) {
 }
 
 // `time`'s mark: the clock, and an event recorded on the GPU's stream when the program uses it.
-struct Mark {
-  std::chrono::steady_clock::time_point start;
-  weft_event* event = nullptr;
-};
 
 // The tensor map last encoded for one of an entry's maps, and the address and extents it was encoded
 // for: a launch on the same buffers (a loop's, whose values the buffer plan keeps in one buffer)
@@ -346,6 +366,7 @@ weft_tensor* weft_program_random(weft_program_kernel* kernel, weft_dtype dtype, 
     weft_device_ptr out = t->device;
     void* args[] = {&out, &count, &seed_bits};
     weft_launch_config config = {{static_cast<std::uint32_t>(blocks), 1, 1}, {kernel->threads, 1, 1}, 0};
+    StartIntervals();
     weft_check(weft_launch(loaded.kernel, &config, args));
   }
   return Keep(std::move(t));
@@ -426,7 +447,10 @@ weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* sha
   if (ShapesOnly()) return Keep(std::move(t));
   EnsureGpu();
   Acquire(*t, reuse);
-  if (std::uint64_t bytes = Bytes(*t); bytes > 0) weft_check(weft_device_memset(t->device, 0, bytes));
+  if (std::uint64_t bytes = Bytes(*t); bytes > 0) {
+    StartIntervals();
+    weft_check(weft_device_memset(t->device, 0, bytes));
+  }
   return Keep(std::move(t));
 }
 
@@ -504,6 +528,7 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
       {kernel->threads, 1, 1},
       kernel->shared_bytes};
   if (kernel->persistent) weft_check(weft_persistent_grid(loaded.kernel, &config));
+  StartIntervals();
   weft_check(weft_launch(loaded.kernel, &config, args.data()));
 }
 
@@ -511,7 +536,7 @@ void* weft_program_time_start(void) {
   auto* mark = new Mark{std::chrono::steady_clock::now(), nullptr};
   if (P().gpu) {
     weft_check(weft_event_create(&mark->event));
-    weft_check(weft_event_record(mark->event));
+    P().starts.push_back(mark);  // recorded at the interval's first GPU operation
   }
   return mark;
 }
@@ -519,6 +544,13 @@ void* weft_program_time_start(void) {
 weft_tensor* weft_program_time_stop(void* mark_pointer) {
   std::unique_ptr<Mark> mark(static_cast<Mark*>(mark_pointer));
   double ms = 0;
+  std::vector<Mark*>& starts = P().starts;
+  if (auto it = std::find(starts.begin(), starts.end(), mark.get()); it != starts.end()) {
+    // No GPU operation in the interval: the host's time.
+    starts.erase(it);
+    weft_event_destroy(mark->event);
+    mark->event = nullptr;
+  }
   if (mark->event != nullptr) {
     weft_event* end = nullptr;
     weft_check(weft_event_create(&end));

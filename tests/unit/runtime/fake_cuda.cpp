@@ -13,6 +13,7 @@
 //                           (`fake cuda: alloc N bytes`, `fake cuda: free N bytes`)
 //   WEFT_FAKE_CUDA_TRACE    set: each launch writes a line to stderr (`fake cuda: launch NAME grid
 //                           X x Y x Z, block X x Y x Z`, and for `random`'s kernels `, count N, seed S`)
+//                           and each event recorded (`fake cuda: event record`)
 //
 // Modules: an image containing ".entry" loads; any other is CUDA_ERROR_INVALID_PTX with a ptxas-like
 // log. Kernels: `add` (1024 threads), `fault`, whose launch makes the next synchronize fail with
@@ -354,6 +355,7 @@ CUresult cuEventDestroy_v2(void*) {
   return 0;
 }
 CUresult cuEventRecord(void*, void*) {
+  if (std::getenv("WEFT_FAKE_CUDA_TRACE") != nullptr) std::fprintf(stderr, "fake cuda: event record\n");
   return 0;
 }
 CUresult cuEventSynchronize(void*) {
