@@ -45,24 +45,12 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 import weft
+from bench import BOUND, check, failures, rel  # bench.py beside this script: the same checks
 
 S, D, HEADS, HEAD_DIM, HIDDEN = 2048, 4096, 32, 128, 11008
-BOUND = 2e-2  # bf16 operands: between 1e-3 and 1e-2 against an f32 reference
 
-failures = []
 rows = []  # (bar, case, weft ms, eager ms, bar ratio, error weft, error eager)
 notes = []
-
-
-def check(name, ok, detail):
-    print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
-    if not ok:
-        failures.append(name)
-
-
-def rel(out, ref):
-    out, ref = out.double(), ref.double()
-    return float((out - ref).norm() / ref.norm())
 
 
 def bench(fn):
@@ -92,7 +80,9 @@ def attention_torch(q, k, v, causal):
             mask = torch.ones(s, s, dtype=torch.bool, device=q.device).tril()
             scores = scores.masked_fill(~mask, float("-inf"))
         return torch.softmax(scores, dim=-1) @ v
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    # [b, h, s, d] as PyTorch's models call it: with 3-D [h, s, d] SDPA finds no fused kernel and
+    # takes its math path (3.4 ms instead of 0.085 ms at 32 heads x 2048 x 128, causal, on the H200).
+    return F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
 
 
 def block_torch(causal, x, attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2):

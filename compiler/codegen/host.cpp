@@ -98,6 +98,8 @@ class Lowering {
   llvm::Value* Reuse(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
   void LowerStdlibAttention(std::size_t index);
+  // Whether a stdlib kernel's `where` facts hold for `sizes` (KernelSizes'), at run time.
+  llvm::Value* WhereHolds(const tile::Kernel& kernel, const std::map<std::uint32_t, llvm::Value*>& sizes);
   // Groups index .. alternative_last, an attention pattern's parts, or the stdlib kernel instead
   // (graph::Group::alternative); returns alternative_last.
   std::size_t LowerAttentionChoice(std::size_t index);
@@ -657,10 +659,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   HTensor out = Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
-  auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
-  llvm::Value* holds = b_.getTrue();
-  for (const core::DimFact& fact : kernel.where)
-    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  llvm::Value* holds = WhereHolds(kernel, sizes);
   llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
   llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
@@ -672,6 +671,14 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   LowerArray(index);  // writes into `out`, already allocated
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
+}
+
+llvm::Value* Lowering::WhereHolds(const tile::Kernel& kernel, const std::map<std::uint32_t, llvm::Value*>& sizes) {
+  auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
+  llvm::Value* holds = b_.getTrue();
+  for (const core::DimFact& fact : kernel.where)
+    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  return holds;
 }
 
 std::map<std::uint32_t, llvm::Value*> Lowering::KernelSizes(const tile::Kernel& kernel,
@@ -761,10 +768,7 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
   HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
-  auto size_of = [&](SizeVarId var) -> llvm::Value* { return sizes.at(var.index); };
-  llvm::Value* holds = b_.getTrue();
-  for (const core::DimFact& fact : kernel.where)
-    holds = b_.CreateAnd(holds, Compare(fact.relation, EmitDim(fact.lhs, size_of), EmitDim(fact.rhs, size_of)));
+  llvm::Value* holds = WhereHolds(kernel, sizes);
   llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "attention.stdlib", main_);
   llvm::BasicBlock* parts = llvm::BasicBlock::Create(ctx_, "attention.parts", main_);
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "attention.done", main_);
