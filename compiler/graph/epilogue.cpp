@@ -35,6 +35,11 @@ bool TransposedOperand(const Graph& graph, NodeId b) {
   return users == 1 && !(graph.result && *graph.result == b);
 }
 
+bool CopiedInput(const Graph& graph, NodeId id) {
+  const Node& n = graph.Get(id);
+  return n.kind == Kind::View && (n.fn == "index" || n.fn == "transpose" || n.fn == "permute" || n.fn == "reshape");
+}
+
 namespace {
 
 constexpr std::string_view kInfix[] = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "&&", "||"};
@@ -205,7 +210,9 @@ class Analysis {
         out.step = load_of_.at(i);
         return out;
       }
-    if (n.kind == Kind::View || !IsTileFloat(n.dtype)) {
+    // A view that moves data (a slice, a transpose) is read as a dense tensor: fusion copies it
+    // first (CopiedInput); a broadcast stays the elementwise kernel's, which reads it in place.
+    if ((n.kind == Kind::View && !CopiedInput(g_, id)) || !IsTileFloat(n.dtype)) {
       Refuse(why, "it reads a view or a tensor of " + Dt(n.dtype));
       return std::nullopt;
     }

@@ -70,6 +70,10 @@ struct Epilogue {
 // copied to a dense tensor first (docs/graph.md, "Copies").
 bool TransposedOperand(const Graph& graph, NodeId b);
 
+// Whether the epilogue reads view `id` (outside its group) as a tensor that fusion copies to a dense
+// one first: a view that moves data (indexing, transpose, permute, reshape), not a broadcast.
+bool CopiedInput(const Graph& graph, NodeId id);
+
 // The epilogue that computes `nodes` (one product, its operand views, the elementwise work after
 // it; the last node in program order is the one value read elsewhere) on the stdlib gemm tile, or
 // nullopt and `why` when one of them has no form in the kernel tier or the tile cannot hold what it

@@ -363,6 +363,9 @@ class Fuser {
         Join(only, id);
         closed_.insert(only);
         copy();
+        for (const EpilogueInput& x : epilogue->inputs)
+          if (Get(x.node).kind == Kind::View)
+            copies_.emplace(x.node.index, "a copy: the gemm's epilogue reads its tensors as stored, row-major");
         return true;
       }
       not_epilogue = why;
