@@ -103,6 +103,9 @@ class Lowering {
   // Groups index .. alternative_last, an attention pattern's parts, or the stdlib kernel instead
   // (graph::Group::alternative); returns alternative_last.
   std::size_t LowerAttentionChoice(std::size_t index);
+  // q, k and v of the attention pattern whose `@` is `out`, found through the scores' product among
+  // `nodes` (docs/graph.md): q and the transposed k of `matmul_f32`, v of `out`.
+  std::vector<const HTensor*> AttentionInputs(const std::vector<graph::NodeId>& nodes, const graph::Node& out);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
   std::map<std::uint32_t, llvm::Value*> KernelSizes(const tile::Kernel& kernel,
                                                     const std::vector<const HTensor*>& inputs);
@@ -725,17 +728,19 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
     Refuse(DiagnosticKind::HostUnsupported, root.span,
            "attention through the stdlib kernel `" + group.kernel + "`, which this build's stdlib does not have");
   const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
-  // q, k, v: the product's operands, through the pattern (docs/graph.md): q and the transposed k
-  // of the scores' product, v of the last one.
-  const graph::Node* scores = nullptr;
-  for (graph::NodeId id : group.nodes)
-    if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
-  if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention group without its scores' product");
-  graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
-  std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
+  std::vector<const HTensor*> inputs = AttentionInputs(group.nodes, root);
   HTensor out = Buffer(group.nodes.back());  // the kernel writes every element
   LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(group.causal ? 1 : 0))}, out,
                KernelSizes(out_.kernels[use].kernel, inputs));
+}
+
+std::vector<const HTensor*> Lowering::AttentionInputs(const std::vector<graph::NodeId>& nodes, const graph::Node& out) {
+  const graph::Node* scores = nullptr;
+  for (graph::NodeId id : nodes)
+    if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
+  if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention's nodes without the scores' product");
+  graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = out.args[1];
+  return {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
 }
 
 // An attention pattern whose sizes are known only at run time (graph::Group::alternative): the host
@@ -760,12 +765,7 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   }
   const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
-  const graph::Node* scores = nullptr;
-  for (graph::NodeId id : first.nodes)
-    if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
-  if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention's parts without the scores' product");
-  graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = root.args[1];
-  std::vector<const HTensor*> inputs = {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
+  std::vector<const HTensor*> inputs = AttentionInputs(first.nodes, root);
   HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
   llvm::Value* holds = WhereHolds(kernel, sizes);

@@ -435,33 +435,22 @@ class Fuser {
   void MatchAttention() {
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
       NodeId id(static_cast<std::uint32_t>(i));
-      std::vector<NodeId> members;
       std::string why;
-      bool causal = false, at_run_time = false;
-      if (auto kernel = Attention(id, members, why, &causal, &at_run_time)) {
-        if (at_run_time) {
+      if (auto match = Attention(id, why)) {
+        if (match->at_run_time) {
           // Its parts are grouped as they would be without it (Group), the kernel their
           // alternative (Alternatives); q, k and v dense for the kernel.
-          Alternative alt{id, *kernel, causal, why, {}};
-          for (NodeId m : members) alt.members.insert(m.index);
-          for (NodeId m : members) {
-            const Node& n = Get(m);
-            if (n.kind != Kind::MatMul) continue;
-            NodeId operand = n.fn == "matmul_f32" ? n.args[0] : n.args[1];  // q; v
-            NodeId kt = n.args[1];
-            for (NodeId x :
-                 n.fn == "matmul_f32" ? std::vector<NodeId>{operand, Get(kt).args[0]} : std::vector<NodeId>{operand})
-              if (Get(x).kind == Kind::View) copies_.emplace(x.index, kAttentionCopy);
-          }
-          alternatives_.push_back(std::move(alt));
+          for (NodeId x : {match->q, match->k, match->v})
+            if (Get(x).kind == Kind::View) copies_.emplace(x.index, kAttentionCopy);
+          alternatives_.push_back(Alternative{std::move(*match), why});
           continue;
         }
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
-        for (NodeId m : members)
+        for (NodeId m : match->members)
           if (m != id) Join(g, m);
-        plan_.groups[static_cast<std::size_t>(g)].kernel = *kernel;
+        plan_.groups[static_cast<std::size_t>(g)].kernel = match->kernel;
         plan_.groups[static_cast<std::size_t>(g)].why = why;
-        plan_.groups[static_cast<std::size_t>(g)].causal = causal;
+        plan_.groups[static_cast<std::size_t>(g)].causal = match->causal;
       } else if (!why.empty()) {
         why_not_attention_.emplace(Get(id).args[0].index, why);  // the softmax's `cast bf16`
         plan_.generic_attention.emplace_back(id, why);
@@ -472,8 +461,14 @@ class Fuser {
   // The stdlib attention kernel of the pattern whose `@` is `out`, with the group's `why`; or none,
   // with `why` saying so when only the sizes keep the pattern from the kernel. Both head dims take
   // 128 queries a block and keys in blocks of 128 (stdlib/attention.weft).
-  std::optional<std::string> Attention(NodeId out, std::vector<NodeId>& members, std::string& why, bool* causal_out,
-                                       bool* at_run_time) const {
+  struct AttentionMatch {
+    std::string kernel;
+    std::vector<NodeId> members;  // the pattern's nodes, `out` first
+    NodeId q, k, v;               // what the kernel reads
+    bool causal = false;
+    bool at_run_time = false;  // sizes known only at run time: the clause is decided then
+  };
+  std::optional<AttentionMatch> Attention(NodeId out, std::string& why) const {
     auto is = [&](NodeId id, Kind kind, std::string_view fn) {
       const Node& n = Get(id);
       return !n.in_body && n.kind == kind && (fn.empty() || n.fn == fn);
@@ -524,7 +519,7 @@ class Fuser {
     if (causal && !(Get(mask.front()).shape.front() == qn.shape[qn.shape.size() - 2] &&
                     kn.shape[kn.shape.size() - 2] == qn.shape[qn.shape.size() - 2]))
       return std::nullopt;
-    members = {out, cast, p, x1, sum, e, d, x2, max, scaled, scores, kt};
+    std::vector<NodeId> members = {out, cast, p, x1, sum, e, d, x2, max, scaled, scores, kt};
     members.insert(members.end(), mask.begin(), mask.end());
     // Every value in between is used only inside the pattern.
     std::set<std::uint32_t> inside;
@@ -540,19 +535,18 @@ class Fuser {
     std::string kernel = "attention_d" + std::to_string(*dim) + "_bf16";
     const std::string clause = "s % 128 == 0 and t % 128 == 0";
     std::optional<std::int64_t> s_len = qn.shape[1].AsConstant(), t_len = kn.shape[1].AsConstant();
+    AttentionMatch match{kernel, std::move(members), q, k, v, causal, false};
     if (s_len && t_len && *s_len % 128 == 0 && *t_len % 128 == 0) {
       why = std::string("softmax(q k^T / sqrt(d)) v, ") + (causal ? "causal" : "not causal") + "; " + clause +
             " hold for its constant sizes";
-      *causal_out = causal;
-      return kernel;
+      return match;
     }
-    *causal_out = causal;
     if ((!s_len || *s_len % 128 == 0) && (!t_len || *t_len % 128 == 0)) {
       // Sizes known only at run time: the kernel when its clause holds then, else the parts.
-      *at_run_time = true;
+      match.at_run_time = true;
       why = std::string("softmax(q k^T / sqrt(d)) v, ") + (causal ? "causal" : "not causal") + ": the stdlib " +
             kernel + " when " + clause + " at run time, else these parts";
-      return kernel;
+      return match;
     }
     auto stated = [](const char* name, std::optional<std::int64_t> c) {
       return std::string(name) + (c ? " = " + std::to_string(*c) : " is known only at run time");
@@ -690,44 +684,38 @@ class Fuser {
   // it when its `where` clause holds, else the parts. Their intermediate values (the scores, the
   // probabilities) live only in that branch, so each gets a buffer of its own.
   struct Alternative {
-    NodeId out;
-    std::string kernel;
-    bool causal = false;
+    AttentionMatch match;
     std::string why;
-    std::set<std::uint32_t> members;
   };
   void Alternatives() {
-    for (const Alternative& alt : alternatives_) {
-      std::int64_t last = plan_.group_of[alt.out.index];
+    for (const auto& [alt, why] : alternatives_) {
+      std::set<std::uint32_t> members;
+      for (NodeId m : alt.members) members.insert(m.index);
+      const NodeId out = alt.members.front();
+      std::int64_t last = plan_.group_of[out.index];
       std::vector<std::size_t> parts;
       std::set<std::uint32_t> nodes;
-      for (std::int64_t g = last; g >= 0 && nodes.size() < alt.members.size(); --g) {
+      for (std::int64_t g = last; g >= 0 && nodes.size() < members.size(); --g) {
         const graph::Group& group = plan_.groups[static_cast<std::size_t>(g)];
         if (group.kind == GroupKind::Host && host_scalar_.count(group.nodes.back().index)) continue;
         parts.insert(parts.begin(), static_cast<std::size_t>(g));
         for (NodeId n : group.nodes) nodes.insert(n.index);
       }
       graph::Group* first = parts.empty() ? nullptr : &plan_.groups[parts.front()];
-      if (nodes != alt.members || !first || first->kind != GroupKind::Gemm || !first->alternative.empty()) {
+      if (nodes != members || !first || first->kind != GroupKind::Gemm || !first->alternative.empty()) {
         plan_.generic_attention.emplace_back(
-            alt.out, "not the stdlib " + alt.kernel + ": its parts are not consecutive kernels (a compiler limit)");
+            out, "not the stdlib " + alt.kernel + ": its parts are not consecutive kernels (a compiler limit)");
         continue;
       }
       first->alternative = alt.kernel;
       first->causal = alt.causal;
       first->alternative_last = static_cast<std::size_t>(last);
-      first->why = alt.why;
+      first->why = why;
       for (std::size_t g : parts)
         if (static_cast<std::int64_t>(g) != last)
           for (NodeId o : plan_.groups[g].outputs) own_buffer_.insert(o.index);
       // The kernel reads q, k and v where the last part runs: they live until then.
-      for (NodeId m : first->nodes) {
-        const Node& n = Get(m);
-        if (n.kind != Kind::MatMul) continue;
-        read_until_[Base(n.args[0]).index] = static_cast<std::size_t>(last);
-        read_until_[Base(Get(n.args[1]).args[0]).index] = static_cast<std::size_t>(last);
-      }
-      read_until_[Base(Get(alt.out).args[1]).index] = static_cast<std::size_t>(last);
+      for (NodeId x : {alt.q, alt.k, alt.v}) read_until_[Base(x).index] = static_cast<std::size_t>(last);
     }
   }
 
@@ -771,14 +759,11 @@ std::vector<Diagnostic> SlowPaths(const Graph& graph, const Plan& plan) {
       n = graph.Get(n).args[0], attention_products.insert(n.index);
   }
   // An attention's parts with the stdlib kernel as their run-time alternative: not warned about.
-  std::size_t alternative_last = 0;
-  bool in_alternative = false;
+  std::size_t parts_end = 0;  // one past the last part of the latest such attention
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     const Group& group = plan.groups[g];
-    if (!group.alternative.empty()) in_alternative = true, alternative_last = group.alternative_last;
-    bool skip = in_alternative;
-    if (in_alternative && g >= alternative_last) in_alternative = false;
-    if (skip || group.kind != GroupKind::Gemm || !group.kernel.empty()) continue;
+    if (!group.alternative.empty()) parts_end = group.alternative_last + 1;
+    if (g < parts_end || group.kind != GroupKind::Gemm || !group.kernel.empty()) continue;
     for (NodeId id : group.nodes) {
       const Node& n = graph.Get(id);
       if (n.kind != Kind::MatMul || attention_products.count(id.index)) continue;

@@ -62,10 +62,11 @@ struct Call {
   bool shapes_only = false;           // WEFT_RESULTS_SHAPES: nothing is allocated, copied or launched
 };
 
+// `time`'s mark: the clock, and an event recorded on the GPU's stream when the program uses it (at
+// the interval's first GPU operation: StartIntervals).
 struct Mark {
   std::chrono::steady_clock::time_point start;
   weft_event* event = nullptr;
-  bool recorded = false;  // `event` is in the stream: the interval's first GPU operation came
 };
 
 struct Program {
@@ -86,10 +87,7 @@ Program& P() {
 // the next one (docs/runtime.md, "time"): the interval's GPU time runs from its first launch or copy,
 // not from the host's work before it (preparing a launch, which would leave the GPU idle inside it).
 void StartIntervals() {
-  for (Mark* mark : P().starts) {
-    weft_check(weft_event_record(mark->event));
-    mark->recorded = true;
-  }
+  for (Mark* mark : P().starts) weft_check(weft_event_record(mark->event));
   P().starts.clear();
 }
 
@@ -199,8 +197,6 @@ weft_tma_dtype TmaDtype(Dtype d) {
       return WEFT_TMA_U8;
   }
 }
-
-// `time`'s mark: the clock, and an event recorded on the GPU's stream when the program uses it.
 
 // The tensor map last encoded for one of an entry's maps, and the address and extents it was encoded
 // for: a launch on the same buffers (a loop's, whose values the buffer plan keeps in one buffer)
