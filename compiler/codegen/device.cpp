@@ -438,6 +438,7 @@ DeviceKernel Emitter::Emit() {
     GlobalSlot g;
     g.address = tensor_args[t++];
     g.param = static_cast<int>(&p - k_.params.data());
+    if (p.in_place) g.in_place = &*p.in_place;
     for (const auto& d : v.shape) g.extents.push_back(DimValue(d));
     g.first.assign(g.extents.size(), I64(0));
     g.strides.assign(g.extents.size(), I64(1));

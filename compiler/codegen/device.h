@@ -46,9 +46,25 @@ namespace weft::codegen {
 struct TensorMapSpec {
   int param = 0;              // index into Kernel::params
   std::int64_t box_cols = 0;  // the box's extent along the tensor's last axis (elements)
-  std::int64_t box_rows = 0;  // ... and along the flattened rows
+  std::int64_t box_rows = 0;  // ... and along the flattened rows (dense), or the next-to-last axis
   layout::SwizzleMode swizzle = layout::SwizzleMode::kNone;
+  // 0: the dense 2-D map (leading axes flattened into rows). Else the parameter is read in place
+  // (tile::Param::in_place): a map of `rank` dims in InPlaceMapDims's order, box
+  // (box_cols, box_rows, 1, ...), whose extents and strides the launch gives.
+  int rank = 0;
+  friend bool operator==(const TensorMapSpec&, const TensorMapSpec&) = default;
 };
+
+// One dim of the map of a parameter read in place: mode `mode` (0 the outermost) of axis `axis`.
+struct MapDim {
+  int axis = 0;
+  int mode = 0;
+};
+// The dims of the map of a parameter of rank `rank` (>= 2) whose last axis has `last_modes` modes,
+// innermost first: the last axis's innermost mode (contiguous), the next-to-last axis (the box's
+// rows), the last axis's other modes inward-out, then the leading axes from the innermost. Its
+// size is the map's rank; codegen's TMA coordinates and the host's weft_program_view both follow it.
+std::vector<MapDim> InPlaceMapDims(int rank, int last_modes);
 
 struct DeviceKernel {
   std::string entry;  // the PTX entry's name

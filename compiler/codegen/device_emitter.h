@@ -70,12 +70,13 @@ struct FlatTv {
 // A global tensor or a view of it: the byte address of its element (0, ..., 0) and the strides (in
 // elements) of its last two axes.
 struct GlobalSlot {
-  llvm::Value* address = nullptr;     // i64
-  std::vector<llvm::Value*> extents;  // the parameter's extents (i64), for strides
-  std::vector<llvm::Value*> strides;  // row-major strides of the parameter (i64 elements)
-  int view_rank = 0;                  // 0 for the parameter itself
-  int param = -1;                     // index into Kernel::params of the tensor it views
-  std::vector<llvm::Value*> first;    // a view's first element: its index along each axis (i64)
+  llvm::Value* address = nullptr;           // i64
+  std::vector<llvm::Value*> extents;        // the parameter's extents (i64), for strides
+  std::vector<llvm::Value*> strides;        // row-major strides of the parameter (i64 elements)
+  int view_rank = 0;                        // 0 for the parameter itself
+  int param = -1;                           // index into Kernel::params of the tensor it views
+  std::vector<llvm::Value*> first;          // a view's first element: its index along each axis (i64)
+  const tile::InPlace* in_place = nullptr;  // the parameter is read through a view: TMA only
 };
 
 struct Slot {

@@ -9,6 +9,7 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   const auto& dst = slots_.at(s.dst.index).global;
   if (!dst) Fail("`store` into " + Name(s.dst) + ", which is not a global tile");
+  if (dst->in_place) Fail("`store` into " + Name(s.dst) + ", which is read in place through a view");
   if (Val(s.src).space != tile::Space::Reg) Fail("`store` of a shared tile");
   Dtype d = Val(s.src).dtype;
   int e = ElementBytes(d);

@@ -186,6 +186,7 @@ void Emitter::EmitToShared(OpId id, const tile::Op& op, const tile::op::ToShared
       b_.CreateCondBr(b_.CreateICmpNE(ThreadTable(owns), I32(0)), body, join);
       b_.SetInsertPoint(body);
     }
+    if (src->in_place) Fail("cp.async of " + Name(s.src) + ", which is read in place through a view (TMA only)");
     auto [row, col] = TvElement(copy, v);
     llvm::Value* saddr = b_.CreateGEP(b_.getInt8Ty(), smem_, CopyAddress(dst, copy, v, base, e));
     llvm::Value* goff =

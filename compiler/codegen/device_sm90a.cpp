@@ -2,7 +2,16 @@
 // mbarriers, wgmma and its shared-memory descriptors.
 #include "codegen/device_emitter.h"
 
-namespace weft::codegen::device_emit {
+namespace weft::codegen {
+
+std::vector<MapDim> InPlaceMapDims(int rank, int last_modes) {
+  std::vector<MapDim> dims = {{rank - 1, last_modes - 1}, {rank - 2, 0}};
+  for (int mode = last_modes - 2; mode >= 0; --mode) dims.push_back({rank - 1, mode});
+  for (int axis = rank - 3; axis >= 0; --axis) dims.push_back({axis, 0});
+  return dims;
+}
+
+namespace device_emit {
 
 void Emitter::FindTensorMaps() {
   int stages = 0;
@@ -25,7 +34,19 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
   if (!choice.tma || choice.tma->box_dims.size() != 2) Fail("a TMA copy without a 2-D box");
   int param = ParamOf(s.src);
   if (param < 0) Fail("a TMA copy of " + Name(s.src) + ", which is not a parameter or a view of one");
-  return AddTensorMap({param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle});
+  TensorMapSpec spec{param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle};
+  const tile::Param& p = k_.params[static_cast<std::size_t>(param)];
+  if (p.in_place) {
+    const int rank = static_cast<int>(Val(p.value).shape.size());
+    spec.rank = static_cast<int>(InPlaceMapDims(rank, static_cast<int>(p.in_place->inner.size()) + 1).size());
+    if (rank < 2 || spec.rank > 5)
+      Fail("a TMA copy of " + Name(s.src) + ", read in place through a view of " + std::to_string(spec.rank) +
+           " dims (at most 5, rank at least 2)");
+    if (!p.in_place->inner.empty() && p.in_place->inner.back() % spec.box_cols != 0)
+      Fail("a TMA copy of " + Name(s.src) + ": its box of " + std::to_string(spec.box_cols) +
+           " columns straddles the view's modes of " + std::to_string(p.in_place->inner.back()));
+  }
+  return AddTensorMap(spec);
 }
 
 int Emitter::ParamOf(ValueId value) {
@@ -48,10 +69,7 @@ std::pair<llvm::Value*, llvm::Value*> Emitter::MapCoordinates(const GlobalSlot& 
 
 int Emitter::AddTensorMap(const TensorMapSpec& spec) {
   for (std::size_t i = 0; i < map_specs_.size(); ++i) {
-    const TensorMapSpec& m = map_specs_[i];
-    if (m.param == spec.param && m.box_cols == spec.box_cols && m.box_rows == spec.box_rows &&
-        m.swizzle == spec.swizzle)
-      return static_cast<int>(i);
+    if (map_specs_[i] == spec) return static_cast<int>(i);
   }
   map_specs_.push_back(spec);
   return static_cast<int>(map_specs_.size() - 1);
@@ -120,9 +138,39 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
   int e = ElementBytes(Val(dst).dtype);
   RowCol ext = Extent(dst);
   if (src->first.size() < 2) Fail("a TMA copy of a tensor of rank " + std::to_string(src->first.size()));
-  auto [col, row] = MapCoordinates(*src);
   llvm::Value* smem = SharedAddress(smem_);
   llvm::Value* bar_address = SharedAddress(bar);
+  if (src->in_place) {
+    // Read in place: one coordinate per dim of the view's map, the last axis's index split over
+    // its modes (a box never straddles one: TensorMapIndex).
+    const std::vector<std::int64_t>& inner = src->in_place->inner;
+    const int q = static_cast<int>(src->first.size());
+    const std::vector<MapDim> dims = InPlaceMapDims(q, static_cast<int>(inner.size()) + 1);
+    IfThread0(live, [&] {
+      for (std::int64_t r0 = 0; r0 < ext.row; r0 += box.box_dims[1])
+        for (std::int64_t c0 = 0; c0 < ext.col; c0 += box.box_dims[0]) {
+          llvm::Value* at = b_.CreateAdd(smem, b_.CreateAdd(base, I32(LinearOffset(dst, {r0, c0}) * e)));
+          std::vector<llvm::Value*> coords;
+          for (const MapDim& d : dims) {
+            llvm::Value* x = src->first[static_cast<std::size_t>(d.axis)];
+            if (d.axis == q - 1) x = b_.CreateAdd(x, I64(c0));
+            if (d.axis == q - 2) x = b_.CreateAdd(x, I64(r0));
+            if (d.axis == q - 1 && !inner.empty()) {
+              // Mode j's index: (x / (extents of the modes inside j)) % (j's extent), the outermost unbounded.
+              std::int64_t within = 1;
+              for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];
+              std::int64_t extent = d.mode > 0 ? inner[static_cast<std::size_t>(d.mode - 1)] : 0;
+              if (within > 1) x = b_.CreateUDiv(x, I64(within));
+              if (extent > 0) x = b_.CreateURem(x, I64(extent));
+            }
+            coords.push_back(b_.CreateTrunc(x, b_.getInt32Ty()));
+          }
+          hopper::TmaLoad(b_, at, maps_.at(static_cast<std::size_t>(map)), coords, bar_address);
+        }
+    });
+    return;
+  }
+  auto [col, row] = MapCoordinates(*src);
   IfThread0(live, [&] {
     for (std::int64_t r0 = 0; r0 < ext.row; r0 += box.box_dims[1])
       for (std::int64_t c0 = 0; c0 < ext.col; c0 += box.box_dims[0]) {
@@ -369,4 +417,5 @@ std::optional<ValueId> Emitter::WgmmaReadsShared(ValueId v) const {
   return std::nullopt;
 }
 
-}  // namespace weft::codegen::device_emit
+}  // namespace device_emit
+}  // namespace weft::codegen

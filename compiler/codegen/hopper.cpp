@@ -55,6 +55,24 @@ void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::V
       "r,l,r,r,r", {dst, map, col, row, bar});
 }
 
+void TmaLoad(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, const std::vector<llvm::Value*>& coords,
+             llvm::Value* bar) {
+  const std::size_t rank = coords.size();
+  std::string text = "cp.async.bulk.tensor." + std::to_string(rank) +
+                     "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {";
+  std::string constraints = "r,l";
+  std::vector<llvm::Value*> args = {dst, map};
+  for (std::size_t i = 0; i < rank; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i + 2);
+    constraints += ",r";
+    args.push_back(coords[i]);
+  }
+  text += "}], [$" + std::to_string(rank + 2) + "];";
+  constraints += ",r";
+  args.push_back(bar);
+  Asm(b, b.getVoidTy(), text, constraints, args);
+}
+
 void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::Value* row, llvm::Value* src) {
   Asm(b, b.getVoidTy(), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
       {map, col, row, src});

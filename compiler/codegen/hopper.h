@@ -24,6 +24,10 @@ void FenceProxyAsync(llvm::IRBuilder<>& b);
 // memory at `dst`, completing its bytes on mbarrier `bar`.
 void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
                llvm::Value* bar);
+// The same for a map of coords.size() (2 to 5) dims, `coords` (i32) innermost first: the copy of a
+// tensor read in place through a view (TensorMapSpec::rank).
+void TmaLoad(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, const std::vector<llvm::Value*>& coords,
+             llvm::Value* bar);
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: shared memory at `src` into the box of
 // the tensor map at `map` whose first element is (col, row); then cp.async.bulk.commit_group, and
 // cp.async.bulk.wait_group.read 0: until every committed store has read its shared memory.

@@ -25,7 +25,9 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -37,6 +39,7 @@
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
+#include "graph/layout.h"
 #include "tile/lower.h"
 #include "tile/stores.h"
 #include "weft/numerics.h"
@@ -105,14 +108,27 @@ class Lowering {
   std::size_t LowerAttentionChoice(std::size_t index);
   // q, k and v of the attention pattern whose `@` is `out`, found through the scores' product among
   // `nodes` (docs/graph.md): q and the transposed k of `matmul_f32`, v of `out`.
-  std::vector<const HTensor*> AttentionInputs(const std::vector<graph::NodeId>& nodes, const graph::Node& out);
+  // `reads` gets InputOf's layouts of the three.
+  std::vector<const HTensor*> AttentionInputs(const graph::Group& group, const graph::Node& out,
+                                              std::vector<const graph::InPlaceRead*>& reads);
+  // Operand `id` of a stdlib kernel's group: its value, or, when the group reads it in place
+  // (graph::Group::in_place), the tensor that holds its data seen with the view's dims; `read`
+  // gets the view's layout then (else null).
+  const HTensor& InputOf(const graph::Group& group, graph::NodeId id, const graph::InPlaceRead*& read);
+  // The epilogue kernel `built` or else the stdlib kernel `def`, with the tensor inputs that `reads`
+  // says are views (non-null entries, in the order of its tensor parameters) read in place
+  // (tile::Param::in_place): then a kernel of its own.
+  std::size_t InPlaceUse(const tile::Kernel* built, const core::Def* def,
+                         const std::vector<const graph::InPlaceRead*>& reads);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
   std::map<std::uint32_t, llvm::Value*> KernelSizes(const tile::Kernel& kernel,
                                                     const std::vector<const HTensor*>& inputs);
-  // Launches stdlib kernel `use` on its tensor inputs, its scalars and its output.
+  // Launches stdlib kernel `use` on its tensor inputs, its scalars and its output; `reads` (empty,
+  // or one entry per input) gives the layouts of those read in place (InPlaceUse's kernel).
   void LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
                     const std::vector<llvm::Value*>& scalars, const HTensor& out,
-                    const std::map<std::uint32_t, llvm::Value*>& sizes);
+                    const std::map<std::uint32_t, llvm::Value*>& sizes,
+                    const std::vector<const graph::InPlaceRead*>& reads = {});
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
   // An epilogue kernel's descriptor (the driver built its tile IR: HostOptions::epilogues).
@@ -171,6 +187,8 @@ class Lowering {
   std::vector<llvm::GlobalVariable*> array_descriptors_;       // per out_.arrays entry
   std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
   std::map<std::string, llvm::Constant*> texts_;
+  std::deque<HTensor> in_place_tensors_;           // InputOf's views read in place
+  std::deque<graph::InPlaceRead> in_place_reads_;  // ... and their layouts
 };
 
 // ---- IR helpers ----
@@ -649,15 +667,19 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
     LowerArray(index);
     return;
   }
-  const std::size_t use = built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
-  const tile::Kernel& kernel = out_.kernels[use].kernel;
-  // The operands as stored: a, and b or (for `_nt`) the tensor b is a transpose of; then the
-  // tensors the epilogue reads.
+  // The operands as stored (or views read in place): a, and b or (for `_nt`) the tensor b is a
+  // transpose of; then the tensors the epilogue reads.
   graph::NodeId b_id = mm.args[1];
   if (graph::TransposedOperand(g_, b_id)) b_id = g_.Get(b_id).args[0];
-  std::vector<const HTensor*> inputs = {&TensorOf(mm.args[0]), &TensorOf(b_id)};
+  std::vector<const graph::InPlaceRead*> reads(2, nullptr);
+  std::vector<const HTensor*> inputs = {&InputOf(group, mm.args[0], reads[0]), &InputOf(group, b_id, reads[1])};
   if (epilogue)
-    for (const graph::EpilogueInput& x : epilogue->inputs) inputs.push_back(&TensorOf(x.node));
+    for (const graph::EpilogueInput& x : epilogue->inputs) {
+      inputs.push_back(&TensorOf(x.node));
+      reads.push_back(nullptr);
+    }
+  const std::size_t use = InPlaceUse(built, def, reads);
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
   // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
   HTensor out = Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
@@ -668,7 +690,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
   b_.CreateCondBr(holds, fast, generic);
   b_.SetInsertPoint(fast);
-  LaunchKernel(use, inputs, {}, out, sizes);
+  LaunchKernel(use, inputs, {}, out, sizes, reads);
   b_.CreateBr(done);
   b_.SetInsertPoint(generic);
   LowerArray(index);  // writes into `out`, already allocated
@@ -699,9 +721,52 @@ std::map<std::uint32_t, llvm::Value*> Lowering::KernelSizes(const tile::Kernel& 
   return sizes;
 }
 
+const HTensor& Lowering::InputOf(const graph::Group& group, graph::NodeId id, const graph::InPlaceRead*& read) {
+  read = nullptr;
+  if (std::find(group.in_place.begin(), group.in_place.end(), id) == group.in_place.end()) return TensorOf(id);
+  const graph::Node& n = g_.Get(id);
+  auto layout = graph::ReadInPlace(g_, id, graph::kTmaBoxBytes / ((weft::Bits(n.dtype) + 7) / 8));
+  if (!layout)
+    WEFT_INTERNAL_ERROR("host codegen: view %" + std::to_string(id.index) + " read in place: " + layout.error());
+  read = &in_place_reads_.emplace_back(std::move(*layout));
+  HTensor t;
+  t.dtype = n.dtype;
+  t.handle = TensorOf(read->root).handle;
+  for (const Dim& d : n.shape) t.dims.push_back(DimValue(d, n.span));
+  return in_place_tensors_.emplace_back(std::move(t));
+}
+
+std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def,
+                                 const std::vector<const graph::InPlaceRead*>& reads) {
+  if (std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; }))
+    return built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  tile::Kernel kernel;
+  if (built) {
+    kernel = *built;
+  } else {
+    auto lowered = tile::Lower(*options_.stdlib, *options_.stdlib_vars, *def);
+    if (!lowered) throw Refusals{lowered.error()};
+    kernel = std::move(*lowered);
+  }
+  std::string name = kernel.name + "_in_place";
+  std::size_t input = 0;
+  for (tile::Param& param : kernel.params) {
+    if (param.out || kernel.Get(param.value).space != tile::Space::Global) continue;
+    const graph::InPlaceRead* read = input < reads.size() ? reads[input] : nullptr;
+    ++input;
+    if (!read) continue;
+    param.in_place = tile::InPlace{read->inner};
+    name += "_" + param.name;
+    for (std::int64_t e : read->inner) name += "_" + std::to_string(e);
+  }
+  kernel.name = name;
+  return UseEpilogue(kernel);
+}
+
 void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
                             const std::vector<llvm::Value*>& scalars, const HTensor& out,
-                            const std::map<std::uint32_t, llvm::Value*>& sizes) {
+                            const std::map<std::uint32_t, llvm::Value*>& sizes,
+                            const std::vector<const graph::InPlaceRead*>& reads) {
   const tile::Kernel& kernel = out_.kernels[use].kernel;
   auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
   std::vector<llvm::Value*> tensors;
@@ -712,9 +777,33 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
   std::vector<llvm::Value*> grid;
   for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
   while (grid.size() < 3) grid.push_back(I64(1));
-  b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+  if (std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; })) {
+    b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                  {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
+                   Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
+    return;
+  }
+  // runtime.h's weft_program_view per tensor parameter (offset, dims[5], strides[5]; zeros for those
+  // read as stored), each read in place in its map's dim order (InPlaceMapDims).
+  std::vector<llvm::Value*> views(11 * tensors.size(), I64(0));
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const graph::InPlaceRead* read = reads[i];
+    if (!read) continue;
+    const Span span = g_.Get(read->root).span;
+    const std::vector<core::StridedAxis>& axes = read->layout.axes;
+    views[11 * i] = DimValue(read->layout.offset, span);
+    std::vector<MapDim> dims =
+        InPlaceMapDims(static_cast<int>(axes.size()), static_cast<int>(axes.back().modes.size()));
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      const core::StridedMode& mode =
+          axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
+      views[11 * i + 1 + d] = DimValue(mode.extent, span);
+      views[11 * i + 6 + d] = DimValue(mode.stride, span);
+    }
+  }
+  b_.CreateCall(Runtime("weft_program_launch_views", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
-                 Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
+                 Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars), Array(b_.getInt64Ty(), views)});
 }
 
 // nn's attention pattern routed to a stdlib attention kernel (graph::FuseOptions::stdlib_attention):
@@ -727,20 +816,23 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
   if (!def || !def->kernel)
     Refuse(DiagnosticKind::HostUnsupported, root.span,
            "attention through the stdlib kernel `" + group.kernel + "`, which this build's stdlib does not have");
-  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
-  std::vector<const HTensor*> inputs = AttentionInputs(group.nodes, root);
+  std::vector<const graph::InPlaceRead*> reads;
+  std::vector<const HTensor*> inputs = AttentionInputs(group, root, reads);
+  const std::size_t use = InPlaceUse(nullptr, def, reads);
   HTensor out = Buffer(group.nodes.back());  // the kernel writes every element
   LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(group.causal ? 1 : 0))}, out,
-               KernelSizes(out_.kernels[use].kernel, inputs));
+               KernelSizes(out_.kernels[use].kernel, inputs), reads);
 }
 
-std::vector<const HTensor*> Lowering::AttentionInputs(const std::vector<graph::NodeId>& nodes, const graph::Node& out) {
+std::vector<const HTensor*> Lowering::AttentionInputs(const graph::Group& group, const graph::Node& out,
+                                                      std::vector<const graph::InPlaceRead*>& reads) {
   const graph::Node* scores = nullptr;
-  for (graph::NodeId id : nodes)
+  for (graph::NodeId id : group.nodes)
     if (g_.Get(id).kind == graph::Kind::MatMul && g_.Get(id).fn == "matmul_f32") scores = &g_.Get(id);
   if (!scores) WEFT_INTERNAL_ERROR("host codegen: an attention's nodes without the scores' product");
   graph::NodeId q = scores->args[0], k = g_.Get(scores->args[1]).args[0], v = out.args[1];
-  return {&TensorOf(q), &TensorOf(k), &TensorOf(v)};
+  reads.assign(3, nullptr);
+  return {&InputOf(group, q, reads[0]), &InputOf(group, k, reads[1]), &InputOf(group, v, reads[2])};
 }
 
 // An attention pattern whose sizes are known only at run time (graph::Group::alternative): the host
@@ -765,7 +857,8 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   }
   const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
-  std::vector<const HTensor*> inputs = AttentionInputs(first.nodes, root);
+  std::vector<const graph::InPlaceRead*> reads;
+  std::vector<const HTensor*> inputs = AttentionInputs(first, root, reads);
   HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
   llvm::Value* holds = WhereHolds(kernel, sizes);
@@ -849,7 +942,7 @@ void Lowering::LowerMain() {
       {Ptr(), Ptr(), Ptr(), b_.getInt64Ty(), Ptr(), b_.getInt64Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(),
        b_.getInt32Ty(), b_.getInt32Ty(), Ptr(), b_.getInt32Ty(), Ptr(), Ptr(), b_.getInt32Ty()},
       "weft_program_kernel");
-  llvm::StructType::create(ctx_, {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()},
+  llvm::StructType::create(ctx_, {b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty(), b_.getInt32Ty()},
                            "weft_program_tensor_map");
   // An export of a shared library is `void SYMBOL(void)`: weft_library_call sets up its arguments
   // and takes its results (`load` and `save` of its wrapper, driver/build_command.cpp, docs/python.md), and a failed
@@ -1039,7 +1132,8 @@ void AttachKernel(HostModule& program, std::size_t index, const DeviceKernel& de
         llvm::ConstantStruct::get(map_type, {llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(tensor)),
                                              llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(spec.box_cols)),
                                              llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(spec.box_rows)),
-                                             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(spec.swizzle))}));
+                                             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(spec.swizzle)),
+                                             llvm::ConstantInt::get(i32, static_cast<std::uint64_t>(spec.rank))}));
   }
   int tensors = 0, scalars = 0;
   for (const tile::Param& p : kernel.params)

@@ -109,7 +109,9 @@ void PrintDevice(const Options& options, const tile::Kernel& kernel, const codeg
     static const char* swizzles[] = {"none", "32B", "64B", "128B"};
     out << comment << "weft: tensor map of parameter " << map.param << " (" << kernel.params.at(map.param).name
         << "): box " << map.box_cols << " x " << map.box_rows << " (columns x rows), swizzle "
-        << swizzles[static_cast<int>(map.swizzle)] << "\n";
+        << swizzles[static_cast<int>(map.swizzle)];
+    if (map.rank > 0) out << ", read in place through a view: " << map.rank << " dims";
+    out << "\n";
   }
   out << (options.emit == Emit::Llvm ? device.llvm_ir : device.ptx);
 }
@@ -188,8 +190,9 @@ Result<MainGraph, std::vector<Diagnostic>> PlanMain(const core::Module& module, 
     return it->second ? &*it->second : nullptr;
   };
   graph::FuseOptions fuse;
-  std::map<std::string, std::string> tried;   // per kernel text: why it failed, or empty
-  std::map<std::string, tile::Kernel> built;  // per kernel text: the kernel, when it synthesizes
+  fuse.views_in_place = target == synth::Target::Sm90a;  // its stdlib kernels copy operands by TMA
+  std::map<std::string, std::string> tried;              // per kernel text: why it failed, or empty
+  std::map<std::string, tile::Kernel> built;             // per kernel text: the kernel, when it synthesizes
   for (;;) {
     graph::Plan plan = graph::Fuse(*graph, fuse);
     bool again = false;

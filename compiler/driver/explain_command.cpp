@@ -128,7 +128,9 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
           return;
         }
         if (explained) out << "\n";
-        out << graph::Summary(*graph, graph::Fuse(*graph), vars, sources);
+        graph::FuseOptions fuse;
+        fuse.views_in_place = synth::ParseTarget(options.target) == synth::Target::Sm90a;
+        out << graph::Summary(*graph, graph::Fuse(*graph, fuse), vars, sources);
       });
   out.flush();
   return bad_usage ? 2 : status;

@@ -114,7 +114,7 @@ class Analysis {
     step_of_[product_.index] = 0;
     out_.steps.push_back(product);
     for (NodeId id : nodes_) {
-      if (id == product_ || id == b_view_) continue;
+      if (id == product_ || id == b_view_ || operand_views_.count(id.index)) continue;
       if (!Step(id, why)) return std::nullopt;
     }
     out_.name = name;
@@ -151,12 +151,18 @@ class Analysis {
     if (TransposedOperand(g_, b_)) {
       b_view_ = b_;
       b_ = g_.Get(b_).args[0];
-    } else if (inside_.count(b_.index)) {
-      return Refuse(why, "b is computed in the group");
     }
-    // Any other view operand is outside the group: fusion copies it to a dense tensor first.
+    // Any other view operand is outside the group (fusion copies it to a dense tensor first), or
+    // inside it with the views down to its data: the kernel reads it in place (Group::in_place).
+    for (NodeId x : {a_, b_}) {
+      if (!inside_.count(x.index)) continue;
+      if (g_.Get(x).kind != Kind::View) return Refuse(why, "an operand is computed in the group");
+      for (NodeId v = x; inside_.count(v.index); v = g_.Get(v).args.at(0)) {
+        if (g_.Get(v).kind != Kind::View) return Refuse(why, "an operand is computed in the group");
+        operand_views_.insert(v.index);
+      }
+    }
     const Node &a = g_.Get(a_), &b = g_.Get(b_);
-    if (inside_.count(a_.index) || inside_.count(b_.index)) return Refuse(why, "operands read through views");
     if (a.dtype != b.dtype || !IsHalf(a.dtype) || a.shape.size() != 2 || b.shape.size() != 2)
       return Refuse(why, "the stdlib gemm takes rank-2 bf16 or f16 operands");
     if (mm.dtype != Dtype::F32 && mm.dtype != a.dtype) return Refuse(why, "a product of another dtype");
@@ -288,6 +294,7 @@ class Analysis {
   const Graph& g_;
   std::vector<NodeId> nodes_;
   std::set<std::uint32_t> inside_;
+  std::set<std::uint32_t> operand_views_;  // views of an operand read in place, down to its data
   NodeId product_{kNone}, b_view_{kNone}, a_{kNone}, b_{kNone};
   Dtype in_ = Dtype::BF16;
   std::string tile_;

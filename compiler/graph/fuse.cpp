@@ -208,10 +208,12 @@ class Fuser {
         // calls read dense tensors: a view they read is copied by an elementwise kernel.
         bool dense = g_.result && *g_.result == id;
         std::string copy;
+        const bool read_in_place = in_place_.count(id.index) > 0;
         for (std::int64_t u : users) {
           GroupKind k = plan_.groups[static_cast<std::size_t>(u)].kind;
-          dense = dense || k == GroupKind::Host || k == GroupKind::Call || k == GroupKind::Attention;
-          if (k == GroupKind::Attention) copy = kAttentionCopy;
+          const bool attention = k == GroupKind::Attention && !read_in_place;
+          dense = dense || k == GroupKind::Host || k == GroupKind::Call || attention;
+          if (attention) copy = kAttentionCopy;
         }
         if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second;
         if (dense) {
@@ -290,6 +292,7 @@ class Fuser {
     std::string kernel;  // the stdlib kernel of the product alone; empty when only an epilogue
                          // kernel does: the `_nt` tile, whose store casts its f32 to the result's dtype
     std::map<std::uint32_t, std::string> copies;  // operand views made dense first, and why
+    std::vector<NodeId> in_place;                 // operand views read in place
   };
   struct NoGemm {
     std::string why;
@@ -310,17 +313,46 @@ class Fuser {
     // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k] (bf16
     // only); any other view operand is copied to a dense row-major tensor, visibly.
     bool nt = TransposedOperand(g_, mm.args[1]);
-    if (a.kind == Kind::View) route.copies[mm.args[0].index] = CopyWhy("a", mm.args[0]);
-    if (b.kind == Kind::View && !nt)
-      route.copies[mm.args[1].index] = b.fn == "transpose" && a.dtype != Dtype::BF16
-                                           ? "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it"
-                                           : CopyWhy("b", mm.args[1]);
+    auto operand = [&](const char* which, NodeId x) {
+      std::string why;
+      if (InPlace(x, id, why)) {
+        route.in_place.push_back(x);
+      } else if (std::string_view(which) == "b" && Get(x).fn == "transpose" && a.dtype != Dtype::BF16) {
+        route.copies[x.index] = "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it";
+      } else {
+        route.copies[x.index] = CopyWhy(which, x) + why;
+      }
+    };
+    if (a.kind == Kind::View) operand("a", mm.args[0]);
+    if (b.kind == Kind::View && !nt) operand("b", mm.args[1]);
     if (mm.dtype == Dtype::F32) {
       route.kernel = "gemm_" + in + (nt ? "_nt" : "");
     } else if (!nt) {
       route.kernel = "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
     }
     return route;
+  }
+
+  // Whether a stdlib kernel reads view `x`, an operand of `user` (a product, or an attention's),
+  // in place: the target's kernels copy by TMA, its layout allows a map (ReadInPlace), and each view
+  // down to the data is read by the next alone, so that the views join the kernel's group and the
+  // data lives until it runs. Otherwise `why` says why not (after a `;`), when there is a reason
+  // beyond the target.
+  bool InPlace(NodeId x, NodeId user, std::string& why) const {
+    if (!options_.views_in_place) {
+      if (ReadInPlace(g_, x, kTmaBoxBytes / ((weft::Bits(Get(x).dtype) + 7) / 8)))
+        why = "; read in place on sm_90a, whose kernels copy by TMA";
+      return false;
+    }
+    for (NodeId v = x, u = user; Get(v).kind == Kind::View; u = v, v = Get(v).args.at(0)) {
+      if (users_[v.index].size() != 1 || users_[v.index][0] != u) {
+        why = "; not read in place: another value reads it too";
+        return false;
+      }
+    }
+    auto read = ReadInPlace(g_, x, kTmaBoxBytes / ((weft::Bits(Get(x).dtype) + 7) / 8));
+    if (!read) why = "; not read in place: " + read.error();
+    return bool(read);
   }
 
   // Why view `id`, operand `which` of a product, is copied for the stdlib gemm.
@@ -331,7 +363,7 @@ class Fuser {
     if (!layout)
       return "a copy: " + std::string(which) + " is " + what + " with no strided layout (" + layout.error() + ")";
     return "a copy: the stdlib gemm reads " + std::string(which) + " as stored, row-major, and it is " + what +
-           (core::IsRowMajor(*layout) ? " (row-major, but not yet read in place)" : " (not row-major)");
+           (core::IsRowMajor(*layout) ? " (row-major)" : " (not row-major)");
   }
 
   // Routes product `id` to a stdlib gemm kernel: the tile with the work after it (the elementwise
@@ -345,8 +377,9 @@ class Fuser {
       return false;
     }
     const Node& n = Get(id);
-    auto copy = [&] {
+    auto copy = [&](std::int64_t g) {
       for (const auto& [view, why] : route->copies) copies_.emplace(view, why);
+      plan_.groups[static_cast<std::size_t>(g)].in_place = route->in_place;
     };
     std::string not_epilogue;
     auto plain = options_.plain_products.find(id.index);
@@ -362,7 +395,7 @@ class Fuser {
         group->why = "the tile of " + epilogue->tile + " with this epilogue in its store, " + kStdlibWhere;
         Join(only, id);
         closed_.insert(only);
-        copy();
+        copy(only);
         for (const EpilogueInput& x : epilogue->inputs)
           if (Get(x.node).kind == Kind::View)
             copies_.emplace(x.node.index, "a copy: the gemm's epilogue reads its tensors as stored, row-major");
@@ -380,7 +413,7 @@ class Fuser {
           plan_.groups[static_cast<std::size_t>(g)].epilogue = true;
           plan_.groups[static_cast<std::size_t>(g)].why = "the tile of " + epilogue->tile + ", its store casting to " +
                                                           std::string(Spelling(n.dtype)) + ", " + kStdlibWhere;
-          copy();
+          copy(g);
           return true;
         }
       }
@@ -393,7 +426,7 @@ class Fuser {
     plan_.groups[static_cast<std::size_t>(g)].kernel = route->kernel;
     plan_.groups[static_cast<std::size_t>(g)].why =
         kStdlibWhere + (not_epilogue.empty() ? "" : "; the work after it is a kernel of its own: " + not_epilogue);
-    copy();
+    copy(g);
     return true;
   }
 
@@ -439,18 +472,20 @@ class Fuser {
       if (auto match = Attention(id, why)) {
         if (match->at_run_time) {
           // Its parts are grouped as they would be without it (Group), the kernel their
-          // alternative (Alternatives); q, k and v dense for the kernel.
-          for (NodeId x : {match->q, match->k, match->v})
-            if (Get(x).kind == Kind::View) copies_.emplace(x.index, kAttentionCopy);
-          alternatives_.push_back(Alternative{std::move(*match), why});
+          // alternative (Alternatives); q, k and v read in place by both where their layouts
+          // allow (the parts' kernels read views by index arithmetic), else dense.
+          std::vector<NodeId> in_place = ReadsInPlace(*match);
+          alternatives_.push_back(Alternative{std::move(*match), why, std::move(in_place)});
           continue;
         }
+        std::vector<NodeId> in_place = ReadsInPlace(*match);
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
         for (NodeId m : match->members)
           if (m != id) Join(g, m);
         plan_.groups[static_cast<std::size_t>(g)].kernel = match->kernel;
         plan_.groups[static_cast<std::size_t>(g)].why = why;
         plan_.groups[static_cast<std::size_t>(g)].causal = match->causal;
+        plan_.groups[static_cast<std::size_t>(g)].in_place = std::move(in_place);
       } else if (!why.empty()) {
         why_not_attention_.emplace(Get(id).args[0].index, why);  // the softmax's `cast bf16`
         plan_.generic_attention.emplace_back(id, why);
@@ -678,6 +713,27 @@ class Fuser {
     }
   }
 
+  // Which of an attention's q, k and v (views) the kernel reads in place (InPlace; the views down to
+  // the data marked in in_place_); the other views are copied, saying why.
+  std::vector<NodeId> ReadsInPlace(const AttentionMatch& match) {
+    std::vector<NodeId> out;
+    for (NodeId x : {match.q, match.k, match.v}) {
+      if (Get(x).kind != Kind::View) continue;
+      NodeId user = x;
+      for (NodeId m : match.members)
+        for (NodeId a : Get(m).args)
+          if (a == x) user = m;
+      std::string not_in_place;
+      if (!InPlace(x, user, not_in_place)) {
+        copies_.emplace(x.index, kAttentionCopy + not_in_place);
+        continue;
+      }
+      out.push_back(x);
+      for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) in_place_.insert(v.index);
+    }
+    return out;
+  }
+
   // An attention pattern whose sizes are known only at run time: its parts are planned as they
   // would be without it, and when they are consecutive groups (host scalars between them aside) the
   // first of them carries the kernel as their alternative (Group::alternative): the host launches
@@ -686,11 +742,15 @@ class Fuser {
   struct Alternative {
     AttentionMatch match;
     std::string why;
+    std::vector<NodeId> in_place;  // q, k, v read in place (ReadsInPlace)
   };
   void Alternatives() {
-    for (const auto& [alt, why] : alternatives_) {
+    for (const auto& [alt, why, in_place] : alternatives_) {
       std::set<std::uint32_t> members;
       for (NodeId m : alt.members) members.insert(m.index);
+      // The views read in place are in the parts' groups, down to the data.
+      for (NodeId x : in_place)
+        for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) members.insert(v.index);
       const NodeId out = alt.members.front();
       std::int64_t last = plan_.group_of[out.index];
       std::vector<std::size_t> parts;
@@ -711,11 +771,18 @@ class Fuser {
       first->causal = alt.causal;
       first->alternative_last = static_cast<std::size_t>(last);
       first->why = why;
+      first->in_place = in_place;
       for (std::size_t g : parts)
         if (static_cast<std::int64_t>(g) != last)
           for (NodeId o : plan_.groups[g].outputs) own_buffer_.insert(o.index);
-      // The kernel reads q, k and v where the last part runs: they live until then.
-      for (NodeId x : {alt.q, alt.k, alt.v}) read_until_[Base(x).index] = static_cast<std::size_t>(last);
+      // The kernel reads q, k and v (or the data of those it reads in place) where the last part
+      // runs: they live until then.
+      for (NodeId x : {alt.q, alt.k, alt.v}) {
+        NodeId data = Base(x);
+        if (std::find(in_place.begin(), in_place.end(), x) != in_place.end())
+          while (Get(data).kind == Kind::View) data = Get(data).args.at(0);
+        read_until_[data.index] = static_cast<std::size_t>(last);
+      }
     }
   }
 
@@ -728,10 +795,11 @@ class Fuser {
   std::set<std::uint32_t> host_scalar_;
   std::set<std::int64_t> closed_;                           // gemm groups whose product has joined: no more epilogue
   std::map<std::uint32_t, std::string> why_not_attention_;  // an attention pattern's softmax: why no kernel
-  std::map<std::uint32_t, std::string> copies_;             // views a stdlib kernel reads dense: why
-  std::vector<Alternative> alternatives_;                   // attention kernels decided at run time
-  std::set<std::uint32_t> own_buffer_;                      // values that share no buffer
-  std::map<std::uint32_t, std::size_t> read_until_;         // values read by a group its inputs do not say
+  std::set<std::uint32_t> in_place_;             // views a stdlib kernel reads in place (the chain down to the data)
+  std::map<std::uint32_t, std::string> copies_;  // views a stdlib kernel reads dense: why
+  std::vector<Alternative> alternatives_;        // attention kernels decided at run time
+  std::set<std::uint32_t> own_buffer_;           // values that share no buffer
+  std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say
 };
 
 }  // namespace

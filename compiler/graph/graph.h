@@ -162,6 +162,9 @@ struct Group {
   // between them aside) when its `where` clause holds at run time.
   std::string alternative;
   std::size_t alternative_last = 0;
+  // Gemm (a stdlib kernel or an epilogue's), Attention: operands that are views the kernel reads in
+  // place through TMA maps of their layout (graph/layout.h's ReadInPlace) instead of copies.
+  std::vector<NodeId> in_place;
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.
@@ -193,6 +196,9 @@ struct FuseOptions {
   // `attention_d128_bf16`) when its sizes are constants its `where` clause holds for (it has no
   // fallback kernel); otherwise attention is its parts.
   bool stdlib_attention = true;
+  // The stdlib kernels read operands that are views in place where their layout allows (the
+  // target's kernels copy operands by TMA: sm_90a); otherwise such views are copied first.
+  bool views_in_place = false;
   // Products (by node index) whose epilogue kernel the target cannot hold (the driver tried to
   // synthesize it), with the reason: they run alone on their stdlib kernel.
   std::map<std::uint32_t, std::string> plain_products;

@@ -4,6 +4,11 @@
 // routing reads them (issue "Views reach the fast kernels"; docs/graph.md, "Layouts of views").
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
 #include "core/strided.h"
 #include "graph/graph.h"
 
@@ -13,5 +18,24 @@ namespace weft::graph {
 // modes, an element chosen at run time): such a view is read by index arithmetic in the kernel that
 // reads it, and a kernel that needs a strided operand takes a copy.
 core::ViewResult LayoutOf(const Graph& graph, NodeId id);
+
+// How a stdlib kernel that copies its operands into shared memory by TMA (sm_90a) reads view `id`
+// in place, without a copy: the node that owns the data (the first operand down the chain of views
+// that is not a view) and the view's layout over it, each axis but the last of one mode; or why it
+// cannot. The map has a dim per axis and per further mode of the last axis, at most 5; the last
+// axis's innermost mode is contiguous and its inner modes' extents are constants that `box_cols`
+// (the kernel's box along the last axis, elements) divides, so that a box never straddles them;
+// the offset and every other stride are multiples of 16 bytes, proved on the dims' normal forms.
+// A unit axis's stride is immaterial: it is given one that is aligned.
+struct InPlaceRead {
+  NodeId root;
+  core::StridedView layout;
+  std::vector<std::int64_t> inner;  // the last axis's modes' extents after the outermost (tile::InPlace)
+};
+weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
+
+// The box along the last axis of the stdlib kernels' TMA copies: 128 bytes (the 128-byte swizzle's
+// span), so 64 elements of bf16 or f16.
+constexpr std::int64_t kTmaBoxBytes = 128;
 
 }  // namespace weft::graph

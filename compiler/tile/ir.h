@@ -150,10 +150,21 @@ struct Op {
   std::vector<ValueId> results;  // none for Store; one per carried value for Loop; else one
 };
 
+// A tensor parameter read in place through a strided view of a larger tensor (core/strided.h)
+// instead of as a dense, row-major one: the kernel reads it only through TMA maps of one dim per
+// axis, its last axis split into modes. `inner` holds the extents of the last axis's modes after
+// the outermost (constants, outermost first; empty: one mode). The launch gives the view's extents,
+// strides and offset (runtime.h's weft_program_view; codegen/device.h's InPlaceMapDims orders them).
+struct InPlace {
+  std::vector<std::int64_t> inner;
+  friend bool operator==(const InPlace&, const InPlace&) = default;
+};
+
 struct Param {
   std::string name;
   ValueId value;  // Global for tensors, Scalar for scalar parameters
   bool out = false;
+  std::optional<InPlace> in_place;  // a tensor read through a view (the caller decides; graph/layout.h)
 };
 
 struct Kernel {

@@ -204,7 +204,7 @@ weft_tma_dtype TmaDtype(Dtype d) {
 struct EncodedMap {
   bool valid = false;
   weft_device_ptr address = 0;
-  std::uint64_t cols = 0, rows = 0;
+  std::uint64_t dims[5] = {}, strides[4] = {};
   weft_tensor_map map{};
 };
 
@@ -462,6 +462,11 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
 
 void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
                          const int64_t* sizes, weft_tensor* const* scalars) {
+  weft_program_launch_views(kernel, grid, tensors, sizes, scalars, nullptr);
+}
+
+void weft_program_launch_views(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
+                               const int64_t* sizes, weft_tensor* const* scalars, const weft_program_view* views) {
   if (ShapesOnly()) return;
   for (int i = 0; i < 3; ++i) {
     if (grid[i] == 0) return;  // no blocks: a zero-filled `out` stays zero; one stored whole is empty
@@ -491,17 +496,32 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
     const weft_program_tensor_map& m = kernel->maps[i];
     const weft_tensor& t = *tensors[m.tensor];
     const std::vector<std::int64_t>& shape = t.host.shape;
-    std::uint64_t cols = shape.empty() ? 1 : static_cast<std::uint64_t>(shape.back());
-    std::uint64_t rows = 1;
-    for (std::size_t a = 0; a + 1 < shape.size(); ++a) rows *= static_cast<std::uint64_t>(shape[a]);
-    const weft_device_ptr address = pointers[static_cast<std::size_t>(m.tensor)];
+    const std::uint64_t element = static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, 1));
+    // The map's dims and byte strides, innermost first: a dense tensor's columns and flattened rows,
+    // or the dims of the view it is read through, at its first element.
+    std::uint32_t rank = 2;
+    std::uint64_t dims[5] = {}, strides[4] = {};
+    weft_device_ptr address = pointers[static_cast<std::size_t>(m.tensor)];
+    if (m.rank == 0) {
+      dims[0] = shape.empty() ? 1 : static_cast<std::uint64_t>(shape.back());
+      dims[1] = 1;
+      for (std::size_t a = 0; a + 1 < shape.size(); ++a) dims[1] *= static_cast<std::uint64_t>(shape[a]);
+      strides[0] = dims[0] * element;
+    } else {
+      if (views == nullptr || m.rank < 2 || m.rank > 5)
+        weft_failf("`%s`: map %d reads a view, and the launch gives no layout (a compiler bug)", kernel->name, i);
+      const weft_program_view& v = views[m.tensor];
+      rank = static_cast<std::uint32_t>(m.rank);
+      for (std::uint32_t d = 0; d < rank; ++d) dims[d] = static_cast<std::uint64_t>(v.dims[d]);
+      for (std::uint32_t d = 1; d < rank; ++d) strides[d - 1] = static_cast<std::uint64_t>(v.strides[d]) * element;
+      address += static_cast<std::uint64_t>(v.offset) * element;
+    }
     EncodedMap& encoded = loaded.maps[static_cast<std::size_t>(i)];
-    if (!encoded.valid || encoded.address != address || encoded.cols != cols || encoded.rows != rows) {
-      const std::uint64_t dims[2] = {cols, rows};
-      const std::uint64_t strides[1] = {cols * static_cast<std::uint64_t>(weft::runtime::ByteSize(t.host.dtype, 1))};
-      const std::uint32_t box[2] = {m.box_cols, m.box_rows};
+    if (!encoded.valid || encoded.address != address || std::memcmp(encoded.dims, dims, sizeof dims) != 0 ||
+        std::memcmp(encoded.strides, strides, sizeof strides) != 0) {
+      const std::uint32_t box[5] = {m.box_cols, m.box_rows, 1, 1, 1};
       encoded.valid = false;
-      if (weft_tensor_map_encode_tiled(&encoded.map, TmaDtype(t.host.dtype), 2, address, dims, strides, box, nullptr,
+      if (weft_tensor_map_encode_tiled(&encoded.map, TmaDtype(t.host.dtype), rank, address, dims, strides, box, nullptr,
                                        WEFT_TMA_INTERLEAVE_NONE, static_cast<weft_tma_swizzle>(m.swizzle),
                                        WEFT_TMA_L2_256B, WEFT_TMA_OOB_ZERO) != WEFT_OK) {
         weft_failf("`%s`: cannot make the TMA tensor map of %s%s: %s", kernel->name,
@@ -510,8 +530,8 @@ void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_
       }
       encoded.valid = true;
       encoded.address = address;
-      encoded.cols = cols;
-      encoded.rows = rows;
+      std::memcpy(encoded.dims, dims, sizeof dims);
+      std::memcpy(encoded.strides, strides, sizeof strides);
     }
     maps[static_cast<std::size_t>(i)] = encoded.map;
   }

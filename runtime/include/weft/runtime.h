@@ -289,14 +289,26 @@ weft_status weft_random_fill(weft_host_tensor* tensor, uint64_t seed);
 /* A value of a compiled program: a tensor (a scalar is a rank-0 one). */
 typedef struct weft_tensor weft_tensor;
 
-/* One TMA tensor map an entry takes (device.h's TensorMapSpec): the 2-D view of tensor parameter
- * `tensor` (an index into the launch's `tensors`) with its leading axes flattened into rows. */
+/* One TMA tensor map an entry takes (device.h's TensorMapSpec). With `rank` 0: the 2-D view of
+ * tensor parameter `tensor` (an index into the launch's `tensors`), dense and row-major, with its
+ * leading axes flattened into rows. With `rank` 2 to 5: the tensor is read in place through a
+ * strided view whose dims, strides and offset the launch gives (weft_program_launch_views); the
+ * box is box_cols x box_rows x 1 ... */
 typedef struct weft_program_tensor_map {
   int32_t tensor;
   uint32_t box_cols; /* the box's extent along the tensor's last axis */
-  uint32_t box_rows; /* ... and along the flattened rows */
+  uint32_t box_rows; /* ... and along the flattened rows (rank 0), or dim 1 */
   int32_t swizzle;   /* a weft_tma_swizzle */
+  int32_t rank;      /* 0: dense; else the dims of the view's map */
 } weft_program_tensor_map;
+
+/* The layout of a tensor parameter read in place through a view, as its map takes it: the offset of
+ * its first element and, innermost first, each dim's extent and stride (elements; strides[0] is 1). */
+typedef struct weft_program_view {
+  int64_t offset;
+  int64_t dims[5];
+  int64_t strides[5];
+} weft_program_view;
 
 /* A kernel of the program, as generated code declares it (one static, writable descriptor each).
  * The entry takes device.h's launch contract: every tensor parameter's address, the sizes in
@@ -378,6 +390,10 @@ weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* sha
  * parameters (source order). Inputs are copied to the GPU if they are not there yet. */
 void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
                          const int64_t* sizes, weft_tensor* const* scalars);
+/* The same, with `views[i]` the layout of tensor parameter i when one of the kernel's maps reads it
+ * in place (rank > 0; `views` has one entry per tensor parameter, the others unused). */
+void weft_program_launch_views(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
+                               const int64_t* sizes, weft_tensor* const* scalars, const weft_program_view* views);
 /* `time f`: a mark before the call of f, and the milliseconds since it as an f64 scalar after it
  * (GPU events when the program uses the GPU, so launches are timed to their end; else the clock). */
 void* weft_program_time_start(void);
