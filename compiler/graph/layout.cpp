@@ -77,7 +77,8 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
       }
       if (mode.stride.IsZero()) return "it repeats elements along axis " + std::to_string(a) + " (stride 0)";
       if (!Aligned16(mode.stride, e))
-        return "a stride of " + core::ToString(mode.stride) + " elements is not a multiple of 16 bytes";
+        return "its axis " + std::to_string(a) + "'s stride of " + core::ToString(mode.stride) +
+               " elements is not a multiple of 16 bytes";
     }
   }
   const std::vector<core::StridedMode>& last = axes.back().modes;

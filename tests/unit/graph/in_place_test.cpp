@@ -1,0 +1,120 @@
+// graph::ReadInPlace: which views a stdlib kernel on sm_90a reads through a TMA map of their layout
+// (the data they view, the layout, the last axis's inner modes) and why the others are copied; and
+// FuseOptions::views_in_place, which puts such views in the kernel's group instead of a copy.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "graph/layout.h"
+#include "program.h"
+
+namespace weft::graph {
+namespace {
+
+using testing::Build;
+
+// The operand `which` (0: a, 1: b) of main's first product.
+NodeId Operand(const Graph& graph, std::size_t which) {
+  for (const Node& n : graph.nodes)
+    if (n.kind == Kind::MatMul) return n.args.at(which);
+  FAIL("no product");
+  return NodeId(0);
+}
+
+std::string Why(const Graph& graph, NodeId id) {
+  auto read = ReadInPlace(graph, id, 64);
+  return read ? std::string() : read.error();
+}
+
+TEST_CASE("heads permuted back to rows are a 3-D map whose last axis splits at the head dim", "[graph][in_place]") {
+  auto p = Build(R"(def main =
+  let o = (random [32, 256, 128] 1 : bf16[32, 256, 128]) in
+  let w = (random [4096, 512] 2 : bf16[4096, 512]) in
+  save "y.npy" (reshape [256, 4096] (permute [1, 0, 2] o) @ w)
+)");
+  NodeId a = Operand(p->graph, 0);
+  auto read = ReadInPlace(p->graph, a, 64);
+  REQUIRE(read);
+  CHECK(p->graph.Get(read->root).kind == Kind::Random);  // the data the views read
+  CHECK(read->inner == std::vector<std::int64_t>{128});
+  REQUIRE(read->layout.axes.size() == 2);
+  CHECK(read->layout.axes[1].modes.size() == 2);
+  CHECK(read->layout.axes[1].modes[0].stride == core::Dim::Constant(256 * 128));
+  // A box of 256 columns would straddle a head.
+  auto wide = ReadInPlace(p->graph, a, 256);
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error().find("not a multiple of the box's 256") != std::string::npos);
+}
+
+TEST_CASE("slices are 2-D maps with a pitch and an offset, when both are 16-byte aligned", "[graph][in_place]") {
+  auto p = Build(R"(def main =
+  let x = (random [256, 512] 1 : bf16[256, 512]) in
+  let w = (random [512, 256] 2 : bf16[512, 256]) in
+  let _ = save "a.npy" (x[:, 128:448] @ w[128:448, :]) in
+  save "b.npy" (x[:, 3:67] @ w[0:64, :])
+)");
+  std::vector<NodeId> operands;
+  for (const Node& n : p->graph.nodes)
+    if (n.kind == Kind::MatMul) operands.insert(operands.end(), n.args.begin(), n.args.end());
+  REQUIRE(operands.size() == 4);
+  auto a = ReadInPlace(p->graph, operands[0], 64);
+  REQUIRE(a);
+  CHECK(a->layout.offset == core::Dim::Constant(128));
+  CHECK(a->layout.axes[0].modes[0].stride == core::Dim::Constant(512));
+  CHECK(a->inner.empty());
+  CHECK(Why(p->graph, operands[1]).empty());
+  CHECK(Why(p->graph, operands[2]) == "its offset of 3 elements is not a multiple of 16 bytes");
+}
+
+TEST_CASE("views no map takes say why", "[graph][in_place]") {
+  auto p = Build(R"(def main =
+  let x = (random [256, 512] 1 : bf16[256, 512]) in
+  let y = (random [255, 512] 2 : bf16[255, 512]) in
+  let w = (random [256, 256] 3 : bf16[256, 256]) in
+  let _ = save "t.npy" (transpose x[:, 0:256] @ w) in
+  save "p.npy" (y[0:255, 0:255] @ w[0:255, :])
+)");
+  std::vector<NodeId> operands;
+  for (const Node& n : p->graph.nodes)
+    if (n.kind == Kind::MatMul) operands.insert(operands.end(), n.args.begin(), n.args.end());
+  REQUIRE(operands.size() == 4);
+  // A transposed slice: its rows are a column apart.
+  CHECK(Why(p->graph, operands[0]) == "its axis 0's stride of 1 elements is not a multiple of 16 bytes");
+  // w[0:255, :] is fine; y's rows of 512 are aligned, its 255 columns need no alignment.
+  CHECK(Why(p->graph, operands[2]).empty());
+  CHECK(Why(p->graph, operands[3]).empty());
+}
+
+TEST_CASE("on sm_90a a product's operand views join its group instead of copies", "[graph][in_place]") {
+  auto p = Build(R"(def main =
+  let o = (random [4, 256, 128] 1 : bf16[4, 256, 128]) in
+  let w = (random [512, 256] 2 : bf16[512, 256]) in
+  save "y.npy" (reshape [256, 512] (permute [1, 0, 2] o) @ w)
+)");
+  FuseOptions options;
+  options.views_in_place = true;
+  Plan plan = Fuse(p->graph, options);
+  std::size_t gemms = 0, copies = 0;
+  for (const Group& g : plan.groups) {
+    if (g.kind == GroupKind::Gemm) {
+      ++gemms;
+      CHECK(g.kernel == "gemm_bf16_bf16");
+      REQUIRE(g.in_place.size() == 1);
+      CHECK(g.in_place[0] == Operand(p->graph, 0));
+    }
+    copies += g.why.find("a copy") == 0 ? 1 : 0;
+  }
+  CHECK(gemms == 1);
+  CHECK(copies == 0);
+  // Without it (sm_80) the view is a copy of its own, which says it would be read in place on sm_90a.
+  Plan copied = Fuse(p->graph);
+  std::size_t said = 0;
+  for (const Group& g : copied.groups) {
+    CHECK(g.in_place.empty());
+    said += g.why.find("read in place on sm_90a") != std::string::npos ? 1 : 0;
+  }
+  CHECK(said == 1);
+}
+
+}  // namespace
+}  // namespace weft::graph
