@@ -22,6 +22,10 @@
 // lit test's own; they do nothing). A launch whose dynamic shared memory exceeds the kernel's
 // MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised) fails as the real driver does.
 // weft_fake_cuda_memory (not a driver function) gives the tests the allocations, frees and live bytes.
+// weft_fake_cuda_last_map (not a driver function either) gives them how many times
+// cuTensorMapEncodeTiled was called and the arguments of its last call, as 17 numbers: {calls, rank,
+// global address, dims[5], byte strides[4], box[5]}, the dims and box `rank` of them and the
+// strides rank - 1, innermost first, the rest 0.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +53,8 @@ char fake_module;
 int fake_event;
 std::map<unsigned long long, std::size_t> live_blocks;  // address -> bytes
 unsigned long long allocations = 0, frees = 0, live_bytes = 0;
+// cuTensorMapEncodeTiled's calls, and its last call's arguments (weft_fake_cuda_last_map's layout).
+unsigned long long map_calls = 0, map_rank = 0, map_address = 0, map_dims[5] = {}, map_strides[4] = {}, map_box[5] = {};
 
 unsigned long long EnvNumber(const char* name, unsigned long long fallback) {
   const char* text = std::getenv(name);
@@ -365,10 +371,27 @@ CUresult cuEventElapsedTime(float* ms, void*, void*) {
   *ms = 1.5f;
   return 0;
 }
-CUresult cuTensorMapEncodeTiled(void* map, int, unsigned, void*, const std::uint64_t*, const std::uint64_t*,
-                                const unsigned*, const unsigned*, int, int, int, int) {
+CUresult cuTensorMapEncodeTiled(void* map, int, unsigned rank, void* address, const std::uint64_t* dims,
+                                const std::uint64_t* strides, const unsigned* box, const unsigned*, int, int, int,
+                                int) {
+  ++map_calls;
+  map_rank = rank;
+  map_address = reinterpret_cast<std::uintptr_t>(address);
+  for (unsigned i = 0; i < 5; ++i) {
+    map_dims[i] = i < rank ? dims[i] : 0;
+    map_box[i] = i < rank ? box[i] : 0;
+    if (i < 4) map_strides[i] = i + 1 < rank ? strides[i] : 0;
+  }
   std::memset(map, 0xAB, 128);
   return 0;
+}
+void weft_fake_cuda_last_map(unsigned long long out[17]) {
+  out[0] = map_calls;
+  out[1] = map_rank;
+  out[2] = map_address;
+  std::memcpy(out + 3, map_dims, sizeof map_dims);
+  std::memcpy(out + 8, map_strides, sizeof map_strides);
+  std::memcpy(out + 12, map_box, sizeof map_box);
 }
 
 }  // extern "C"
