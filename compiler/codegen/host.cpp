@@ -768,6 +768,17 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
                             const std::map<std::uint32_t, llvm::Value*>& sizes,
                             const std::vector<const graph::InPlaceRead*>& reads) {
   const tile::Kernel& kernel = out_.kernels[use].kernel;
+  // The kernel reads in place exactly the inputs whose layouts `reads` gives.
+  std::size_t input = 0;
+  for (const tile::Param& param : kernel.params) {
+    if (param.out || kernel.Get(param.value).space != tile::Space::Global) continue;
+    const bool read = input < reads.size() && reads[input] != nullptr;
+    if (param.in_place.has_value() != read)
+      WEFT_INTERNAL_ERROR(
+          "host codegen: `" + kernel.name + "`'s parameter `" + param.name + "` is " +
+          (read ? "a view read in place, and the kernel reads it dense" : "dense, and the kernel reads a view"));
+    ++input;
+  }
   auto size_of = [&](SizeVarId v) -> llvm::Value* { return sizes.at(v.index); };
   std::vector<llvm::Value*> tensors;
   for (const HTensor* t : inputs) tensors.push_back(t->handle);
@@ -855,10 +866,10 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
       if (!is_host(g)) LowerArray(g);
     return last;
   }
-  const std::size_t use = UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
-  const tile::Kernel& kernel = out_.kernels[use].kernel;
   std::vector<const graph::InPlaceRead*> reads;
   std::vector<const HTensor*> inputs = AttentionInputs(first, root, reads);
+  const std::size_t use = InPlaceUse(nullptr, def, reads);
+  const tile::Kernel& kernel = out_.kernels[use].kernel;
   HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
   llvm::Value* holds = WhereHolds(kernel, sizes);
@@ -867,7 +878,7 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "attention.done", main_);
   b_.CreateCondBr(holds, fast, parts);
   b_.SetInsertPoint(fast);
-  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(first.causal ? 1 : 0))}, out, sizes);
+  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(first.causal ? 1 : 0))}, out, sizes, reads);
   b_.CreateBr(done);
   b_.SetInsertPoint(parts);
   for (std::size_t g = index; g <= last; ++g)
