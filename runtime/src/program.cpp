@@ -544,8 +544,13 @@ void weft_program_launch_views(weft_program_kernel* kernel, const int64_t* grid,
       {kernel->threads, 1, 1},
       kernel->shared_bytes};
   if (kernel->persistent) weft_check(weft_persistent_grid(loaded.kernel, &config));
+  // A `time` interval's start event and its first launch reach the GPU together: the stream is held
+  // until the launch is queued, so the interval has the kernel's time, not the launch's latency.
+  const bool held = !P().starts.empty() && weft::runtime::HoldStream();
   StartIntervals();
-  weft_check(weft_launch(loaded.kernel, &config, args.data()));
+  const weft_status launched = weft_launch(loaded.kernel, &config, args.data());
+  if (held) weft::runtime::ReleaseStream();
+  weft_check(launched);
 }
 
 void* weft_program_time_start(void) {

@@ -69,6 +69,11 @@ struct State {
   std::vector<std::string> pending;   // distinct kernels launched since the GPU was last waited for
   std::string missing_symbol;         // set when a call hits kMissingFunction
   std::vector<weft_module*> modules;  // loaded and not unloaded; weft_shutdown frees them
+  // HoldStream's flag: page-locked, and its address on the device; the value a release writes.
+  std::uint32_t* hold_flag = nullptr;
+  cuda::CUdeviceptr hold_device = 0;
+  std::uint32_t hold_value = 0;
+  bool hold_unsupported = false;
 };
 
 State& S() {
@@ -397,6 +402,7 @@ void weft_shutdown(void) {
   Pool().Forget();  // a block released after this is the old context's: not taken back
   std::vector<weft_module*> modules = s.modules;
   for (weft_module* m : modules) weft_module_unload(m);
+  if (s.hold_flag != nullptr) CU(cuMemFreeHost, static_cast<void*>(s.hold_flag));
   CU(cuDevicePrimaryCtxRelease, s.device);
   cuda::UnloadDriver(s.driver);
   s = State{};
@@ -818,6 +824,38 @@ void weft::runtime::TrimPool() {
 
 weft::runtime::DevicePool::Stats weft::runtime::PoolStats() {
   return Pool().stats();
+}
+
+bool weft::runtime::HoldStream() {
+  State& s = S();
+  if (!s.initialized || s.hold_unsupported) return false;
+  if (s.hold_flag == nullptr) {
+    void* flag = nullptr;
+    // CU_MEMHOSTALLOC_DEVICEMAP (2): the GPU reads it where cuMemHostGetDevicePointer says.
+    if (CU(cuMemHostAlloc, &flag, sizeof(std::uint32_t), 2u) != cuda::CUDA_SUCCESS) {
+      s.hold_unsupported = true;
+      return false;
+    }
+    if (CU(cuMemHostGetDevicePointer, &s.hold_device, flag, 0u) != cuda::CUDA_SUCCESS) {
+      CU(cuMemFreeHost, flag);
+      s.hold_unsupported = true;
+      return false;
+    }
+    s.hold_flag = static_cast<std::uint32_t*>(flag);
+    __atomic_store_n(s.hold_flag, s.hold_value, __ATOMIC_SEQ_CST);
+  }
+  // The stream waits until the flag reaches the next value (CU_STREAM_WAIT_VALUE_GEQ, 0).
+  if (CU(cuStreamWaitValue32, current_stream, s.hold_device, s.hold_value + 1, 0u) != cuda::CUDA_SUCCESS) {
+    s.hold_unsupported = true;
+    return false;
+  }
+  ++s.hold_value;
+  return true;
+}
+
+void weft::runtime::ReleaseStream() {
+  State& s = S();
+  if (s.hold_flag != nullptr) __atomic_store_n(s.hold_flag, s.hold_value, __ATOMIC_SEQ_CST);
 }
 
 weft_status weft::runtime::CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes) {

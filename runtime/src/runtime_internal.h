@@ -54,6 +54,13 @@ weft_status FreeOnStream(weft_device_ptr ptr, void* stream);
 void TrimPool();
 DevicePool::Stats PoolStats();
 
+// Holds the calling thread's stream (cuStreamWaitValue32 on a flag in page-locked memory) until
+// ReleaseStream: what is queued meanwhile then runs back to back. A `time` interval's start event
+// and its first launch (program.cpp): the launch's latency, the host's call and the driver's
+// submission, is then not inside the interval. False, holding nothing, where the driver cannot.
+bool HoldStream();
+void ReleaseStream();
+
 // A device-to-device copy on the current stream.
 weft_status CopyOnStream(weft_device_ptr dst, weft_device_ptr src, std::uint64_t bytes);
 // Makes the GPU's context current on the calling thread (a library may be called from any thread).

@@ -13,7 +13,8 @@
 //                           (`fake cuda: alloc N bytes`, `fake cuda: free N bytes`)
 //   WEFT_FAKE_CUDA_TRACE    set: each launch writes a line to stderr (`fake cuda: launch NAME grid
 //                           X x Y x Z, block X x Y x Z`, and for `random`'s kernels `, count N, seed S`)
-//                           and each event recorded (`fake cuda: event record`)
+//                           and each event recorded (`fake cuda: event record`), and each stream
+//                           wait on a flag (`fake cuda: stream wait N`, runtime_internal.h's HoldStream)
 //
 // Modules: an image containing ".entry" loads; any other is CUDA_ERROR_INVALID_PTX with a ptxas-like
 // log. Kernels: `add` (1024 threads), `fault`, whose launch makes the next synchronize fail with
@@ -358,6 +359,24 @@ CUresult cuEventCreate(void** event, unsigned) {
   return 0;
 }
 CUresult cuEventDestroy_v2(void*) {
+  return 0;
+}
+// Page-locked memory is host memory, its device address the same; a stream wait waits for nothing
+// (the fake runs no work), and says so with WEFT_FAKE_CUDA_TRACE.
+CUresult cuMemHostAlloc(void** pointer, std::size_t bytes, unsigned) {
+  *pointer = std::calloc(1, bytes);
+  return *pointer != nullptr ? 0 : 2;
+}
+CUresult cuMemFreeHost(void* pointer) {
+  std::free(pointer);
+  return 0;
+}
+CUresult cuMemHostGetDevicePointer_v2(unsigned long long* device, void* pointer, unsigned) {
+  *device = reinterpret_cast<std::uintptr_t>(pointer);
+  return 0;
+}
+CUresult cuStreamWaitValue32_v2(void*, unsigned long long, std::uint32_t value, unsigned) {
+  if (std::getenv("WEFT_FAKE_CUDA_TRACE") != nullptr) std::fprintf(stderr, "fake cuda: stream wait %u\n", value);
   return 0;
 }
 CUresult cuEventRecord(void*, void*) {
