@@ -187,7 +187,7 @@ class Lowering {
   std::vector<llvm::GlobalVariable*> array_descriptors_;       // per out_.arrays entry
   std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
   std::map<std::string, llvm::Constant*> texts_;
-  std::deque<HTensor> in_place_tensors_;           // InputOf's views read in place
+  std::deque<HTensor> in_place_tensors_;           // InputOf's views read in place; flattened operands
   std::deque<graph::InPlaceRead> in_place_reads_;  // ... and their layouts
 };
 
@@ -673,6 +673,14 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   if (graph::TransposedOperand(g_, b_id)) b_id = g_.Get(b_id).args[0];
   std::vector<const graph::InPlaceRead*> reads(2, nullptr);
   std::vector<const HTensor*> inputs = {&InputOf(group, mm.args[0], reads[0]), &InputOf(group, b_id, reads[1])};
+  if (inputs[0]->dims.size() > 2) {
+    // a: [..rows, k], dense: the kernel's [m, k], its leading axes flattened (graph::Fuse's routing).
+    HTensor rows = *inputs[0];
+    llvm::Value* m = rows.dims[0];
+    for (std::size_t i = 1; i + 1 < rows.dims.size(); ++i) m = b_.CreateMul(m, rows.dims[i]);
+    rows.dims = {m, rows.dims.back()};
+    inputs[0] = &in_place_tensors_.emplace_back(std::move(rows));
+  }
   if (epilogue)
     for (const graph::EpilogueInput& x : epilogue->inputs) {
       inputs.push_back(&TensorOf(x.node));

@@ -163,8 +163,9 @@ class Analysis {
       }
     }
     const Node &a = g_.Get(a_), &b = g_.Get(b_);
-    if (a.dtype != b.dtype || !IsHalf(a.dtype) || a.shape.size() != 2 || b.shape.size() != 2)
-      return Refuse(why, "the stdlib gemm takes rank-2 bf16 or f16 operands");
+    if (a.dtype != b.dtype || !IsHalf(a.dtype) || a.shape.size() < 2 || b.shape.size() != 2)
+      return Refuse(why, "the stdlib gemm takes bf16 or f16 operands, b a matrix");
+    if (a.shape.size() > 2 && inside_.count(a_.index)) return Refuse(why, "a's rows read through a view");
     if (mm.dtype != Dtype::F32 && mm.dtype != a.dtype) return Refuse(why, "a product of another dtype");
     in_ = a.dtype;
     tile_ = "gemm_" + Dt(a.dtype) + (b_view_.index != kNone ? "_nt" : "");
@@ -186,8 +187,8 @@ class Analysis {
   }
 
   bool RowShape(const std::vector<Dim>& shape) const {
-    return (shape.size() == 1 && shape[0] == space_[1]) ||
-           (shape.size() == 2 && shape[0] == Dim::Constant(1) && shape[1] == space_[1]);
+    return (shape.size() == 1 && shape[0] == space_.back()) ||
+           (shape.size() == 2 && shape[0] == Dim::Constant(1) && shape[1] == space_.back());
   }
 
   // Operand `id` of the node at `at`: a value of the epilogue, a literal, or the tile of an input
@@ -443,12 +444,12 @@ class TileBuilder {
       v.space = tile::Space::Global;
       v.shape = input.matrix ? c.shape : std::vector<core::Dim>{core::Dim::Constant(1), c.shape[1]};
       std::string name = v.name;
-      k_.params.push_back(tile::Param{name, k_.Add(std::move(v)), false});
+      k_.params.push_back(tile::Param{name, k_.Add(std::move(v)), false, {}});
     }
     for (std::size_t v = 2; v + 1 < gemm_.values.size(); ++v) k_.Add(gemm_.values[v]);  // all but the view of c
     c_ = renamed(gemm_.params[2].value);
     k_.Get(c_).dtype = e_.result;
-    k_.params.push_back(tile::Param{gemm_.params[2].name, c_, true});
+    k_.params.push_back(tile::Param{gemm_.params[2].name, c_, true, {}});
     for (std::size_t o = 0; o < view_op_.index; ++o) {
       tile::Op op = gemm_.ops[o];
       RenameValues(op, renamed);

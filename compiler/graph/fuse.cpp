@@ -304,8 +304,10 @@ class Fuser {
     if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16))
       return NoGemm{std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) +
                     (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands"};
-    if (a.shape.size() != 2 || b.shape.size() != 2)
-      return NoGemm{std::string("batched: the stdlib gemm takes rank-2 operands")};
+    // a: [..rows, k] with b: [k, n] is the product of a's rows flattened (one matrix of b for all):
+    // the kernel reads a dense a as [rows, k] and writes the result as [rows, n].
+    if (a.shape.size() < 2 || b.shape.size() != 2)
+      return NoGemm{std::string("batched: the stdlib gemm takes a matrix b (rank 2)")};
     if (!TileMayDivide(mm))
       return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
     GemmRoute route;
@@ -315,7 +317,9 @@ class Fuser {
     bool nt = TransposedOperand(g_, mm.args[1]);
     auto operand = [&](const char* which, NodeId x) {
       std::string why;
-      if (InPlace(x, id, why)) {
+      if (Get(x).shape.size() > 2) {
+        route.copies[x.index] = "a copy: the stdlib gemm reads a's rows flattened, as stored";
+      } else if (InPlace(x, id, why)) {
         route.in_place.push_back(x);
       } else if (std::string_view(which) == "b" && Get(x).fn == "transpose" && a.dtype != Dtype::BF16) {
         route.copies[x.index] = "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it";
@@ -438,7 +442,10 @@ class Fuser {
       std::optional<std::int64_t> c = d.AsConstant();
       return !c || *c % tile == 0;
     };
-    return divides(mm.shape[0], 128) && divides(mm.shape[1], 256) && divides(a.shape[1], 64);
+    Dim rows = Dim::Constant(1);
+    for (std::size_t i = 0; i + 1 < mm.shape.size(); ++i)
+      if (auto product = core::Mul(rows, mm.shape[i])) rows = *product;
+    return divides(rows, 128) && divides(mm.shape.back(), 256) && divides(a.shape.back(), 64);
   }
 
   // `expand (iota [s]) >= iota [s]` (or `iota [s] <= expand (iota [s])`): query i (a row) sees key
