@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
+
+#include "solver/solver.h"
 
 namespace weft::graph {
 
@@ -42,10 +45,29 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
 
 namespace {
 
-// Whether `bytes` (a dim) is a multiple of 16, by its normal form.
-bool Aligned16(const core::Dim& elements, std::int64_t element_bytes) {
+// Whether `elements` of `element_bytes` each are a multiple of 16 bytes: by the normal form, else
+// by the solver under `facts` (the program's run-time checks made before the view is read: the
+// `where` facts of the definitions it calls, say `k % 8 == 0`).
+bool Aligned16(const core::Dim& elements, std::int64_t element_bytes, const std::vector<solver::Fact>& facts) {
   auto bytes = core::Mul(elements, core::Dim::Constant(element_bytes));
-  return bytes && core::DivExact(*bytes, 16).has_value();
+  if (!bytes) return false;
+  if (core::DivExact(*bytes, 16)) return true;
+  if (facts.empty()) return false;
+  auto rest = core::Mod(*bytes, 16);
+  if (!rest) return false;
+  static thread_local solver::Solver prover;
+  return prover.Prove(facts, {*rest, core::RelOp::kEq, core::Dim::Constant(0)}).verdict == solver::Verdict::kProved;
+}
+
+// ` of 3 elements` for a constant; nothing for a dim over sizes (whose names the graph lacks).
+std::string Elements(const core::Dim& d) {
+  std::optional<std::int64_t> c = d.AsConstant();
+  return c ? " of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s") : std::string();
+}
+
+// ` provably` for a dim over sizes: a `where` fact (`k % 8 == 0`) may prove it.
+std::string Provably(const core::Dim& d) {
+  return d.AsConstant() ? std::string() : " provably";
 }
 
 }  // namespace
@@ -57,6 +79,9 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
   while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
   const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
   InPlaceRead read{root, *layout, {}};
+  std::vector<solver::Fact> facts;
+  for (const Check& check : graph.checks)
+    if (check.before <= id.index) facts.push_back({{check.fact.lhs, check.fact.relation, check.fact.rhs}, check.what});
   std::vector<core::StridedAxis>& axes = read.layout.axes;
   const std::size_t rank = axes.size();
   if (rank < 2) return std::string("it is of rank ") + std::to_string(rank) + ", and a TMA map needs 2 or more";
@@ -76,9 +101,9 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
         continue;
       }
       if (mode.stride.IsZero()) return "it repeats elements along axis " + std::to_string(a) + " (stride 0)";
-      if (!Aligned16(mode.stride, e))
-        return "its axis " + std::to_string(a) + "'s stride of " + core::ToString(mode.stride) +
-               " elements is not a multiple of 16 bytes";
+      if (!Aligned16(mode.stride, e, facts))
+        return "its axis " + std::to_string(a) + "'s stride" + Elements(mode.stride) + " is not" +
+               Provably(mode.stride) + " a multiple of 16 bytes";
     }
   }
   const std::vector<core::StridedMode>& last = axes.back().modes;
@@ -92,8 +117,9 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
            " elements is not a multiple of the box's " + std::to_string(box_cols);
   if (rank + last.size() - 1 > 5)
     return "its map would have " + std::to_string(rank + last.size() - 1) + " dims, and TMA takes at most 5";
-  if (!Aligned16(read.layout.offset, e))
-    return "its offset of " + core::ToString(read.layout.offset) + " elements is not a multiple of 16 bytes";
+  if (!Aligned16(read.layout.offset, e, facts))
+    return "its offset" + Elements(read.layout.offset) + " is not" + Provably(read.layout.offset) +
+           " a multiple of 16 bytes";
   return read;
 }
 

@@ -25,7 +25,9 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 // cannot. The map has a dim per axis and per further mode of the last axis, at most 5; the last
 // axis's innermost mode is contiguous and its inner modes' extents are constants that `box_cols`
 // (the kernel's box along the last axis, elements) divides, so that a box never straddles them;
-// the offset and every other stride are multiples of 16 bytes, proved on the dims' normal forms.
+// the offset and every other stride are multiples of 16 bytes, proved on the dims' normal forms or,
+// failing that, by the solver (compiler/solver) under the run-time checks the program makes before
+// the view (graph::Check: the `where` facts of the definitions it calls).
 // A unit axis's stride is immaterial: it is given one that is aligned.
 struct InPlaceRead {
   NodeId root;

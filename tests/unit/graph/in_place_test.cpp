@@ -79,10 +79,27 @@ TEST_CASE("views no map takes say why", "[graph][in_place]") {
     if (n.kind == Kind::MatMul) operands.insert(operands.end(), n.args.begin(), n.args.end());
   REQUIRE(operands.size() == 4);
   // A transposed slice: its rows are a column apart.
-  CHECK(Why(p->graph, operands[0]) == "its axis 0's stride of 1 elements is not a multiple of 16 bytes");
+  CHECK(Why(p->graph, operands[0]) == "its axis 0's stride of 1 element is not a multiple of 16 bytes");
   // w[0:255, :] is fine; y's rows of 512 are aligned, its 255 columns need no alignment.
   CHECK(Why(p->graph, operands[2]).empty());
   CHECK(Why(p->graph, operands[3]).empty());
+}
+
+TEST_CASE("a stride over sizes is aligned where a `where` fact proves it (the solver), else copied",
+          "[graph][in_place]") {
+  auto p = Build(R"(def rows (x: bf16[s, k]) (w: bf16[64, 256]) where k % 8 == 0, k >= 128 = x[:, 64:128] @ w
+def plain (x: bf16[s, k]) (w: bf16[64, 256]) where k >= 128 = x[:, 64:128] @ w
+def main =
+  let w = (random [64, 256] 1 : bf16[64, 256]) in
+  let _ = save "y.npy" (rows (load "x.npy" : bf16[s, k]) w) in
+  save "z.npy" (plain (load "x2.npy" : bf16[t, j]) w)
+)");
+  std::vector<NodeId> slices;
+  for (const Node& n : p->graph.nodes)
+    if (n.kind == Kind::MatMul) slices.push_back(n.args.at(0));
+  REQUIRE(slices.size() == 2);
+  CHECK(Why(p->graph, slices[0]).empty());  // k % 8 == 0: a row of k bf16 is a multiple of 16 bytes
+  CHECK(Why(p->graph, slices[1]) == "its axis 0's stride is not provably a multiple of 16 bytes");
 }
 
 TEST_CASE("on sm_90a a product's operand views join its group instead of copies", "[graph][in_place]") {
