@@ -60,11 +60,12 @@ struct MapDim {
   int axis = 0;
   int mode = 0;
 };
-// The dims of the map of a parameter of rank `rank` (>= 2) whose last axis has `last_modes` modes,
-// innermost first: the last axis's innermost mode (contiguous), the next-to-last axis (the box's
-// rows), the last axis's other modes inward-out, then the leading axes from the innermost. Its
-// size is the map's rank; codegen's TMA coordinates and the host's weft_program_view both follow it.
-std::vector<MapDim> InPlaceMapDims(int rank, int last_modes);
+// The dims of the map of a parameter whose axis a has modes[a] modes (rank >= 2; the next-to-last
+// axis one), innermost first: the last axis's innermost mode (contiguous), the next-to-last axis
+// (the box's rows), the last axis's other modes inward-out, then the leading axes from the
+// innermost, each axis's modes inward-out. Its size is the map's rank; codegen's TMA coordinates
+// and the host's weft_program_view both follow it.
+std::vector<MapDim> InPlaceMapDims(const std::vector<int>& modes);
 
 struct DeviceKernel {
   std::string entry;  // the PTX entry's name

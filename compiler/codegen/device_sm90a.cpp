@@ -4,12 +4,25 @@
 
 namespace weft::codegen {
 
-std::vector<MapDim> InPlaceMapDims(int rank, int last_modes) {
-  std::vector<MapDim> dims = {{rank - 1, last_modes - 1}, {rank - 2, 0}};
-  for (int mode = last_modes - 2; mode >= 0; --mode) dims.push_back({rank - 1, mode});
-  for (int axis = rank - 3; axis >= 0; --axis) dims.push_back({axis, 0});
+std::vector<MapDim> InPlaceMapDims(const std::vector<int>& modes) {
+  const int rank = static_cast<int>(modes.size());
+  std::vector<MapDim> dims = {{rank - 1, modes.back() - 1}, {rank - 2, 0}};
+  for (int mode = modes.back() - 2; mode >= 0; --mode) dims.push_back({rank - 1, mode});
+  for (int axis = rank - 3; axis >= 0; --axis)
+    for (int mode = modes[static_cast<std::size_t>(axis)] - 1; mode >= 0; --mode) dims.push_back({axis, mode});
   return dims;
 }
+
+namespace {
+
+// The number of modes of each axis of a parameter read in place.
+std::vector<int> ModeCounts(const tile::InPlace& in_place) {
+  std::vector<int> counts;
+  for (const auto& inner : in_place.inner) counts.push_back(static_cast<int>(inner.size()) + 1);
+  return counts;
+}
+
+}  // namespace
 
 namespace device_emit {
 
@@ -37,14 +50,18 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
   TensorMapSpec spec{param, choice.tma->box_dims[0], choice.tma->box_dims[1], choice.tma->swizzle};
   const tile::Param& p = k_.params[static_cast<std::size_t>(param)];
   if (p.in_place) {
-    const int rank = static_cast<int>(Val(p.value).shape.size());
-    spec.rank = static_cast<int>(InPlaceMapDims(rank, static_cast<int>(p.in_place->inner.size()) + 1).size());
-    if (rank < 2 || spec.rank > 5)
+    const std::size_t rank = Val(p.value).shape.size();
+    if (rank < 2 || p.in_place->inner.size() != rank || !p.in_place->inner[rank - 2].empty())
+      Fail("a TMA copy of " + Name(s.src) + ", read in place through a view whose modes do not fit its rank " +
+           std::to_string(rank));
+    spec.rank = static_cast<int>(InPlaceMapDims(ModeCounts(*p.in_place)).size());
+    if (spec.rank > 5)
       Fail("a TMA copy of " + Name(s.src) + ", read in place through a view of " + std::to_string(spec.rank) +
-           " dims (at most 5, rank at least 2)");
-    if (!p.in_place->inner.empty() && p.in_place->inner.back() % spec.box_cols != 0)
+           " dims (at most 5)");
+    const std::vector<std::int64_t>& last = p.in_place->inner.back();
+    if (!last.empty() && last.back() % spec.box_cols != 0)
       Fail("a TMA copy of " + Name(s.src) + ": its box of " + std::to_string(spec.box_cols) +
-           " columns straddles the view's modes of " + std::to_string(p.in_place->inner.back()));
+           " columns straddles the view's modes of " + std::to_string(last.back()));
   }
   return AddTensorMap(spec);
 }
@@ -141,11 +158,10 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
   llvm::Value* smem = SharedAddress(smem_);
   llvm::Value* bar_address = SharedAddress(bar);
   if (src->in_place) {
-    // Read in place: one coordinate per dim of the view's map, the last axis's index split over
-    // its modes (a box never straddles one: TensorMapIndex).
-    const std::vector<std::int64_t>& inner = src->in_place->inner;
+    // Read in place: one coordinate per dim of the view's map, an axis's index split over its
+    // modes (a box never straddles one: TensorMapIndex).
     const int q = static_cast<int>(src->first.size());
-    const std::vector<MapDim> dims = InPlaceMapDims(q, static_cast<int>(inner.size()) + 1);
+    const std::vector<MapDim> dims = InPlaceMapDims(ModeCounts(*src->in_place));
     IfThread0(live, [&] {
       for (std::int64_t r0 = 0; r0 < ext.row; r0 += box.box_dims[1])
         for (std::int64_t c0 = 0; c0 < ext.col; c0 += box.box_dims[0]) {
@@ -155,7 +171,8 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
             llvm::Value* x = src->first[static_cast<std::size_t>(d.axis)];
             if (d.axis == q - 1) x = b_.CreateAdd(x, I64(c0));
             if (d.axis == q - 2) x = b_.CreateAdd(x, I64(r0));
-            if (d.axis == q - 1 && !inner.empty()) {
+            const std::vector<std::int64_t>& inner = src->in_place->inner[static_cast<std::size_t>(d.axis)];
+            if (!inner.empty()) {
               // Mode j's index: (x / (extents of the modes inside j)) % (j's extent), the outermost unbounded.
               std::int64_t within = 1;
               for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];

@@ -765,7 +765,8 @@ std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def
     if (!read) continue;
     param.in_place = tile::InPlace{read->inner};
     name += "_" + param.name;
-    for (std::int64_t e : read->inner) name += "_" + std::to_string(e);
+    for (const std::vector<std::int64_t>& axis : read->inner)
+      for (std::int64_t e : axis) name += "_" + std::to_string(e);
   }
   kernel.name = name;
   return UseEpilogue(kernel);
@@ -811,8 +812,9 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
     const Span span = g_.Get(read->root).span;
     const std::vector<core::StridedAxis>& axes = read->layout.axes;
     views[11 * i] = DimValue(read->layout.offset, span);
-    std::vector<MapDim> dims =
-        InPlaceMapDims(static_cast<int>(axes.size()), static_cast<int>(axes.back().modes.size()));
+    std::vector<int> modes;
+    for (const core::StridedAxis& axis : axes) modes.push_back(static_cast<int>(axis.modes.size()));
+    std::vector<MapDim> dims = InPlaceMapDims(modes);
     for (std::size_t d = 0; d < dims.size(); ++d) {
       const core::StridedMode& mode =
           axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];

@@ -88,9 +88,9 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
   const core::Dim aligned = core::Dim::Constant(16 / std::min<std::int64_t>(e, 16));
   for (std::size_t a = 0; a < rank; ++a) {
     std::vector<core::StridedMode>& modes = axes[a].modes;
-    if (a + 1 < rank && modes.size() != 1)
-      return "its axis " + std::to_string(a) + " has " + std::to_string(modes.size()) +
-             " modes, and only the last axis may have several";
+    if (a + 2 == rank && modes.size() != 1)
+      return "its axis " + std::to_string(a) + " (the box's rows) has " + std::to_string(modes.size()) +
+             " modes, and a box's rows must be one";
     for (std::size_t m = 0; m < modes.size(); ++m) {
       core::StridedMode& mode = modes[m];
       const bool contiguous = a + 1 == rank && m + 1 == modes.size();
@@ -106,17 +106,23 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
                Provably(mode.stride) + " a multiple of 16 bytes";
     }
   }
-  const std::vector<core::StridedMode>& last = axes.back().modes;
-  for (std::size_t m = 1; m < last.size(); ++m) {
-    std::optional<std::int64_t> extent = last[m].extent.AsConstant();
-    if (!extent) return "its last axis's mode of " + core::ToString(last[m].extent) + " elements is not a constant";
-    read.inner.push_back(*extent);
+  // Each axis's modes after its outermost: constants, so that the kernel splits an index over them.
+  std::size_t dims = 0;
+  read.inner.resize(rank);
+  for (std::size_t a = 0; a < rank; ++a) {
+    const std::vector<core::StridedMode>& modes = axes[a].modes;
+    dims += modes.size();
+    for (std::size_t m = 1; m < modes.size(); ++m) {
+      std::optional<std::int64_t> extent = modes[m].extent.AsConstant();
+      if (!extent) return "its axis " + std::to_string(a) + " has a mode whose extent is not a constant";
+      read.inner[a].push_back(*extent);
+    }
   }
-  if (!read.inner.empty() && read.inner.back() % box_cols != 0)
-    return "its last axis's innermost mode of " + std::to_string(read.inner.back()) +
+  const std::vector<std::int64_t>& last = read.inner.back();
+  if (!last.empty() && last.back() % box_cols != 0)
+    return "its last axis's innermost mode of " + std::to_string(last.back()) +
            " elements is not a multiple of the box's " + std::to_string(box_cols);
-  if (rank + last.size() - 1 > 5)
-    return "its map would have " + std::to_string(rank + last.size() - 1) + " dims, and TMA takes at most 5";
+  if (dims > 5) return "its map would have " + std::to_string(dims) + " dims, and TMA takes at most 5";
   if (!Aligned16(read.layout.offset, e, facts))
     return "its offset" + Elements(read.layout.offset) + " is not" + Provably(read.layout.offset) +
            " a multiple of 16 bytes";

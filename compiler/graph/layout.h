@@ -21,10 +21,11 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 
 // How a stdlib kernel that copies its operands into shared memory by TMA (sm_90a) reads view `id`
 // in place, without a copy: the node that owns the data (the first operand down the chain of views
-// that is not a view) and the view's layout over it, each axis but the last of one mode; or why it
-// cannot. The map has a dim per axis and per further mode of the last axis, at most 5; the last
-// axis's innermost mode is contiguous and its inner modes' extents are constants that `box_cols`
-// (the kernel's box along the last axis, elements) divides, so that a box never straddles them;
+// that is not a view) and the view's layout over it; or why it cannot. The map has a dim per mode,
+// at most 5; the next-to-last axis (the box's rows) has one mode; every other axis's modes after its
+// outermost have constant extents (the kernel splits an index over them); the last axis's innermost
+// mode is contiguous and `box_cols` (the kernel's box along the last axis, elements) divides its
+// extent when the axis has several, so that a box never straddles them;
 // the offset and every other stride are multiples of 16 bytes, proved on the dims' normal forms or,
 // failing that, by the solver (compiler/solver) under the run-time checks the program makes before
 // the view (graph::Check: the `where` facts of the definitions it calls).
@@ -32,7 +33,7 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 struct InPlaceRead {
   NodeId root;
   core::StridedView layout;
-  std::vector<std::int64_t> inner;  // the last axis's modes' extents after the outermost (tile::InPlace)
+  std::vector<std::vector<std::int64_t>> inner;  // per axis, its modes' extents after the outermost (tile::InPlace)
 };
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
 

@@ -152,11 +152,11 @@ struct Op {
 
 // A tensor parameter read in place through a strided view of a larger tensor (core/strided.h)
 // instead of as a dense, row-major one: the kernel reads it only through TMA maps of one dim per
-// axis, its last axis split into modes. `inner` holds the extents of the last axis's modes after
-// the outermost (constants, outermost first; empty: one mode). The launch gives the view's extents,
-// strides and offset (runtime.h's weft_program_view; codegen/device.h's InPlaceMapDims orders them).
+// mode of each axis. `inner[a]` holds the extents of axis a's modes after its outermost (constants,
+// outermost first; empty: one mode). The launch gives the view's extents, strides and offset
+// (runtime.h's weft_program_view; codegen/device.h's InPlaceMapDims orders them).
 struct InPlace {
-  std::vector<std::int64_t> inner;
+  std::vector<std::vector<std::int64_t>> inner;  // one entry per axis
   friend bool operator==(const InPlace&, const InPlace&) = default;
 };
 

@@ -36,7 +36,7 @@ TEST_CASE("heads permuted back to rows are a 3-D map whose last axis splits at t
   auto read = ReadInPlace(p->graph, a, 64);
   REQUIRE(read);
   CHECK(p->graph.Get(read->root).kind == Kind::Random);  // the data the views read
-  CHECK(read->inner == std::vector<std::int64_t>{128});
+  CHECK(read->inner == std::vector<std::vector<std::int64_t>>{{}, {128}});
   REQUIRE(read->layout.axes.size() == 2);
   CHECK(read->layout.axes[1].modes.size() == 2);
   CHECK(read->layout.axes[1].modes[0].stride == core::Dim::Constant(256 * 128));
@@ -61,7 +61,7 @@ TEST_CASE("slices are 2-D maps with a pitch and an offset, when both are 16-byte
   REQUIRE(a);
   CHECK(a->layout.offset == core::Dim::Constant(128));
   CHECK(a->layout.axes[0].modes[0].stride == core::Dim::Constant(512));
-  CHECK(a->inner.empty());
+  CHECK(a->inner == std::vector<std::vector<std::int64_t>>{{}, {}});
   CHECK(Why(p->graph, operands[1]).empty());
   CHECK(Why(p->graph, operands[2]) == "its offset of 3 elements is not a multiple of 16 bytes");
 }
