@@ -21,6 +21,14 @@ NodeId Operand(const Graph& graph, std::size_t which) {
   return NodeId(0);
 }
 
+// Both operands of every product, in program order.
+std::vector<NodeId> Operands(const Graph& graph) {
+  std::vector<NodeId> out;
+  for (const Node& n : graph.nodes)
+    if (n.kind == Kind::MatMul) out.insert(out.end(), n.args.begin(), n.args.end());
+  return out;
+}
+
 std::string Why(const Graph& graph, NodeId id) {
   auto read = ReadInPlace(graph, id, 64);
   return read ? std::string() : read.error();
@@ -53,9 +61,7 @@ TEST_CASE("slices are 2-D maps with a pitch and an offset, when both are 16-byte
   let _ = save "a.npy" (x[:, 128:448] @ w[128:448, :]) in
   save "b.npy" (x[:, 3:67] @ w[0:64, :])
 )");
-  std::vector<NodeId> operands;
-  for (const Node& n : p->graph.nodes)
-    if (n.kind == Kind::MatMul) operands.insert(operands.end(), n.args.begin(), n.args.end());
+  std::vector<NodeId> operands = Operands(p->graph);
   REQUIRE(operands.size() == 4);
   auto a = ReadInPlace(p->graph, operands[0], 64);
   REQUIRE(a);
@@ -74,9 +80,7 @@ TEST_CASE("views no map takes say why", "[graph][in_place]") {
   let _ = save "t.npy" (transpose x[:, 0:256] @ w) in
   save "p.npy" (y[0:255, 0:255] @ w[0:255, :])
 )");
-  std::vector<NodeId> operands;
-  for (const Node& n : p->graph.nodes)
-    if (n.kind == Kind::MatMul) operands.insert(operands.end(), n.args.begin(), n.args.end());
+  std::vector<NodeId> operands = Operands(p->graph);
   REQUIRE(operands.size() == 4);
   // A transposed slice: its rows are a column apart.
   CHECK(Why(p->graph, operands[0]) == "its axis 0's stride of 1 element is not a multiple of 16 bytes");

@@ -11,35 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "fake_driver.h"
 #include "weft/library.h"
 #include "weft/runtime.h"
 
 namespace {
 
-void Env(const char* name, const char* value) {
-  if (value == nullptr) {
-    unsetenv(name);
-  } else {
-    setenv(name, value, 1);
-  }
-}
-
-// The fake driver, loaded fresh (its counters at zero) and started.
-struct FakeDriver {
-  FakeDriver() {
-    weft_shutdown();
-    Env("WEFT_CUDA_LIBRARY", WEFT_FAKE_CUDA);
-    for (const char* name : {"WEFT_FAKE_CUDA_INIT", "WEFT_FAKE_CUDA_DEVICES", "WEFT_FAKE_CUDA_SM",
-                             "WEFT_FAKE_CUDA_FREE", "WEFT_FAKE_CUDA_CAPACITY", "WEFT_DEVICE", "WEFT_SYNC_LAUNCHES"})
-      Env(name, nullptr);
-    REQUIRE(weft_init() == WEFT_OK);
-  }
-  ~FakeDriver() {
-    weft_shutdown();
-    Env("WEFT_CUDA_LIBRARY", nullptr);
-    Env("WEFT_FAKE_CUDA_CAPACITY", nullptr);
-  }
-};
+using weft::testing::Env;
+using weft::testing::FakeDriver;
 
 struct Memory {
   unsigned long long allocations = 0, frees = 0, live_bytes = 0;

@@ -12,35 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "fake_driver.h"
 #include "weft/library.h"
 #include "weft/runtime.h"
 
 namespace {
 
-void Env(const char* name, const char* value) {
-  if (value == nullptr) {
-    unsetenv(name);
-  } else {
-    setenv(name, value, 1);
-  }
-}
-
 // The fake driver as a Hopper GPU (TMA maps need sm_90), started.
-struct FakeHopper {
-  FakeHopper() {
-    weft_shutdown();
-    Env("WEFT_CUDA_LIBRARY", WEFT_FAKE_CUDA);
-    for (const char* name : {"WEFT_FAKE_CUDA_INIT", "WEFT_FAKE_CUDA_DEVICES", "WEFT_FAKE_CUDA_FREE",
-                             "WEFT_FAKE_CUDA_CAPACITY", "WEFT_DEVICE", "WEFT_SYNC_LAUNCHES"})
-      Env(name, nullptr);
-    Env("WEFT_FAKE_CUDA_SM", "90");
-    REQUIRE(weft_init() == WEFT_OK);
-  }
-  ~FakeHopper() {
-    weft_shutdown();
-    Env("WEFT_CUDA_LIBRARY", nullptr);
-    Env("WEFT_FAKE_CUDA_SM", nullptr);
-  }
+struct FakeHopper : weft::testing::FakeDriver {
+  FakeHopper() : FakeDriver("90") {}
 };
 
 // The fake driver's count of cuTensorMapEncodeTiled calls, and its last call's arguments (the dims
