@@ -60,12 +60,12 @@ struct MapDim {
   int axis = 0;
   int mode = 0;
 };
-// The dims of the map of a parameter whose axis a has modes[a] modes (rank >= 2; the next-to-last
-// axis one), innermost first: the last axis's innermost mode (contiguous), the next-to-last axis
-// (the box's rows), the last axis's other modes inward-out, then the leading axes from the
-// innermost, each axis's modes inward-out. Its size is the map's rank; codegen's TMA coordinates
-// and the host's weft_program_view both follow it.
-std::vector<MapDim> InPlaceMapDims(const std::vector<int>& modes);
+// The dims of the map of a parameter read in place, whose axis a has inner[a].size() + 1 modes
+// (tile::InPlace::inner; rank >= 2, the next-to-last axis one mode), innermost first: the last
+// axis's innermost mode (contiguous), the next-to-last axis (the box's rows), the last axis's other
+// modes inward-out, then the leading axes from the innermost, each axis's modes inward-out. Its
+// size is the map's rank; codegen's TMA coordinates and the host's weft_program_view both follow it.
+std::vector<MapDim> InPlaceMapDims(const std::vector<std::vector<std::int64_t>>& inner);
 
 struct DeviceKernel {
   std::string entry;  // the PTX entry's name

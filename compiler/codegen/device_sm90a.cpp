@@ -4,25 +4,15 @@
 
 namespace weft::codegen {
 
-std::vector<MapDim> InPlaceMapDims(const std::vector<int>& modes) {
-  const int rank = static_cast<int>(modes.size());
-  std::vector<MapDim> dims = {{rank - 1, modes.back() - 1}, {rank - 2, 0}};
-  for (int mode = modes.back() - 2; mode >= 0; --mode) dims.push_back({rank - 1, mode});
+std::vector<MapDim> InPlaceMapDims(const std::vector<std::vector<std::int64_t>>& inner) {
+  const int rank = static_cast<int>(inner.size());
+  auto modes = [&](int axis) { return static_cast<int>(inner[static_cast<std::size_t>(axis)].size()) + 1; };
+  std::vector<MapDim> dims = {{rank - 1, modes(rank - 1) - 1}, {rank - 2, 0}};
+  for (int mode = modes(rank - 1) - 2; mode >= 0; --mode) dims.push_back({rank - 1, mode});
   for (int axis = rank - 3; axis >= 0; --axis)
-    for (int mode = modes[static_cast<std::size_t>(axis)] - 1; mode >= 0; --mode) dims.push_back({axis, mode});
+    for (int mode = modes(axis) - 1; mode >= 0; --mode) dims.push_back({axis, mode});
   return dims;
 }
-
-namespace {
-
-// The number of modes of each axis of a parameter read in place.
-std::vector<int> ModeCounts(const tile::InPlace& in_place) {
-  std::vector<int> counts;
-  for (const auto& inner : in_place.inner) counts.push_back(static_cast<int>(inner.size()) + 1);
-  return counts;
-}
-
-}  // namespace
 
 namespace device_emit {
 
@@ -54,7 +44,7 @@ int Emitter::TensorMapIndex(OpId id, const tile::op::ToShared& s) {
     if (rank < 2 || p.in_place->inner.size() != rank || !p.in_place->inner[rank - 2].empty())
       Fail("a TMA copy of " + Name(s.src) + ", read in place through a view whose modes do not fit its rank " +
            std::to_string(rank));
-    spec.rank = static_cast<int>(InPlaceMapDims(ModeCounts(*p.in_place)).size());
+    spec.rank = static_cast<int>(InPlaceMapDims(p.in_place->inner).size());
     if (spec.rank > 5)
       Fail("a TMA copy of " + Name(s.src) + ", read in place through a view of " + std::to_string(spec.rank) +
            " dims (at most 5)");
@@ -161,7 +151,7 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
     // Read in place: one coordinate per dim of the view's map, an axis's index split over its
     // modes (a box never straddles one: TensorMapIndex).
     const int q = static_cast<int>(src->first.size());
-    const std::vector<MapDim> dims = InPlaceMapDims(ModeCounts(*src->in_place));
+    const std::vector<MapDim> dims = InPlaceMapDims(src->in_place->inner);
     IfThread0(live, [&] {
       for (std::int64_t r0 = 0; r0 < ext.row; r0 += box.box_dims[1])
         for (std::int64_t c0 = 0; c0 < ext.col; c0 += box.box_dims[0]) {

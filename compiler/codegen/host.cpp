@@ -39,7 +39,6 @@
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
-#include "graph/layout.h"
 #include "tile/lower.h"
 #include "tile/stores.h"
 #include "weft/numerics.h"
@@ -187,8 +186,7 @@ class Lowering {
   std::vector<llvm::GlobalVariable*> array_descriptors_;       // per out_.arrays entry
   std::map<Dtype, llvm::GlobalVariable*> random_descriptors_;  // per out_.randoms entry
   std::map<std::string, llvm::Constant*> texts_;
-  std::deque<HTensor> in_place_tensors_;           // InputOf's views read in place; flattened operands
-  std::deque<graph::InPlaceRead> in_place_reads_;  // ... and their layouts
+  std::deque<HTensor> in_place_tensors_;  // InputOf's views read in place; flattened operands
 };
 
 // ---- IR helpers ----
@@ -729,14 +727,17 @@ std::map<std::uint32_t, llvm::Value*> Lowering::KernelSizes(const tile::Kernel& 
   return sizes;
 }
 
+// Whether no input of a launch is read in place (InputOf's `read` null for each).
+bool NoneInPlace(const std::vector<const graph::InPlaceRead*>& reads) {
+  return std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; });
+}
+
 const HTensor& Lowering::InputOf(const graph::Group& group, graph::NodeId id, const graph::InPlaceRead*& read) {
   read = nullptr;
-  if (std::find(group.in_place.begin(), group.in_place.end(), id) == group.in_place.end()) return TensorOf(id);
+  for (const graph::InPlaceRead& r : group.in_place)
+    if (r.view == id) read = &r;
+  if (!read) return TensorOf(id);
   const graph::Node& n = g_.Get(id);
-  auto layout = graph::ReadInPlace(g_, id, graph::kTmaBoxBytes / ((weft::Bits(n.dtype) + 7) / 8));
-  if (!layout)
-    WEFT_INTERNAL_ERROR("host codegen: view %" + std::to_string(id.index) + " read in place: " + layout.error());
-  read = &in_place_reads_.emplace_back(std::move(*layout));
   HTensor t;
   t.dtype = n.dtype;
   t.handle = TensorOf(read->root).handle;
@@ -746,8 +747,7 @@ const HTensor& Lowering::InputOf(const graph::Group& group, graph::NodeId id, co
 
 std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def,
                                  const std::vector<const graph::InPlaceRead*>& reads) {
-  if (std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; }))
-    return built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+  if (NoneInPlace(reads)) return built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   tile::Kernel kernel;
   if (built) {
     kernel = *built;
@@ -797,7 +797,7 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
   std::vector<llvm::Value*> grid;
   for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
   while (grid.size() < 3) grid.push_back(I64(1));
-  if (std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; })) {
+  if (NoneInPlace(reads)) {
     b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                   {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
                    Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
@@ -812,9 +812,7 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
     const Span span = g_.Get(read->root).span;
     const std::vector<core::StridedAxis>& axes = read->layout.axes;
     views[11 * i] = DimValue(read->layout.offset, span);
-    std::vector<int> modes;
-    for (const core::StridedAxis& axis : axes) modes.push_back(static_cast<int>(axis.modes.size()));
-    std::vector<MapDim> dims = InPlaceMapDims(modes);
+    std::vector<MapDim> dims = InPlaceMapDims(read->inner);
     for (std::size_t d = 0; d < dims.size(); ++d) {
       const core::StridedMode& mode =
           axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];

@@ -292,7 +292,7 @@ class Fuser {
     std::string kernel;  // the stdlib kernel of the product alone; empty when only an epilogue
                          // kernel does: the `_nt` tile, whose store casts its f32 to the result's dtype
     std::map<std::uint32_t, std::string> copies;  // operand views made dense first, and why
-    std::vector<NodeId> in_place;                 // operand views read in place
+    std::vector<InPlaceRead> in_place;            // operand views read in place
   };
   struct NoGemm {
     std::string why;
@@ -319,8 +319,8 @@ class Fuser {
       std::string why;
       if (Get(x).shape.size() > 2) {
         route.copies[x.index] = "a copy: the stdlib gemm reads a's rows flattened, as stored";
-      } else if (InPlace(x, id, why)) {
-        route.in_place.push_back(x);
+      } else if (std::optional<InPlaceRead> read = InPlace(x, id, why)) {
+        route.in_place.push_back(std::move(*read));
       } else if (std::string_view(which) == "b" && Get(x).fn == "transpose" && a.dtype != Dtype::BF16) {
         route.copies[x.index] = "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it";
       } else {
@@ -337,26 +337,28 @@ class Fuser {
     return route;
   }
 
-  // Whether a stdlib kernel reads view `x`, an operand of `user` (a product, or an attention's),
-  // in place: the target's kernels copy by TMA, its layout allows a map (ReadInPlace), and each view
-  // down to the data is read by the next alone, so that the views join the kernel's group and the
-  // data lives until it runs. Otherwise `why` says why not (after a `;`), when there is a reason
-  // beyond the target.
-  bool InPlace(NodeId x, NodeId user, std::string& why) const {
+  // How a stdlib kernel reads view `x`, an operand of `user` (a product, or an attention's), in
+  // place: when the target's kernels copy by TMA, its layout allows a map (ReadInPlace), and each
+  // view down to the data is read by the next alone, so that the views join the kernel's group and
+  // the data lives until it runs. Otherwise nothing, and `why` says why not (after a `;`) when there
+  // is a reason beyond the target.
+  std::optional<InPlaceRead> InPlace(NodeId x, NodeId user, std::string& why) const {
+    auto read = ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype));
     if (!options_.views_in_place) {
-      if (ReadInPlace(g_, x, kTmaBoxBytes / ((weft::Bits(Get(x).dtype) + 7) / 8)))
-        why = "; read in place on sm_90a, whose kernels copy by TMA";
-      return false;
+      if (read) why = "; read in place on sm_90a, whose kernels copy by TMA";
+      return std::nullopt;
     }
     for (NodeId v = x, u = user; Get(v).kind == Kind::View; u = v, v = Get(v).args.at(0)) {
       if (users_[v.index].size() != 1 || users_[v.index][0] != u) {
         why = "; not read in place: another value reads it too";
-        return false;
+        return std::nullopt;
       }
     }
-    auto read = ReadInPlace(g_, x, kTmaBoxBytes / ((weft::Bits(Get(x).dtype) + 7) / 8));
-    if (!read) why = "; not read in place: " + read.error();
-    return bool(read);
+    if (!read) {
+      why = "; not read in place: " + read.error();
+      return std::nullopt;
+    }
+    return std::move(*read);
   }
 
   // Why view `id`, operand `which` of a product, is copied for the stdlib gemm.
@@ -481,11 +483,11 @@ class Fuser {
           // Its parts are grouped as they would be without it (Group), the kernel their
           // alternative (Alternatives); q, k and v read in place by both where their layouts
           // allow (the parts' kernels read views by index arithmetic), else dense.
-          std::vector<NodeId> in_place = ReadsInPlace(*match);
+          std::vector<InPlaceRead> in_place = ReadsInPlace(*match);
           alternatives_.push_back(Alternative{std::move(*match), why, std::move(in_place)});
           continue;
         }
-        std::vector<NodeId> in_place = ReadsInPlace(*match);
+        std::vector<InPlaceRead> in_place = ReadsInPlace(*match);
         std::int64_t g = NewGroup(GroupKind::Attention, id, Get(id).shape);
         for (NodeId m : match->members)
           if (m != id) Join(g, m);
@@ -722,8 +724,8 @@ class Fuser {
 
   // Which of an attention's q, k and v (views) the kernel reads in place (InPlace; the views down to
   // the data marked in in_place_); the other views are copied, saying why.
-  std::vector<NodeId> ReadsInPlace(const AttentionMatch& match) {
-    std::vector<NodeId> out;
+  std::vector<InPlaceRead> ReadsInPlace(const AttentionMatch& match) {
+    std::vector<InPlaceRead> out;
     for (NodeId x : {match.q, match.k, match.v}) {
       if (Get(x).kind != Kind::View) continue;
       NodeId user = x;
@@ -731,11 +733,12 @@ class Fuser {
         for (NodeId a : Get(m).args)
           if (a == x) user = m;
       std::string not_in_place;
-      if (!InPlace(x, user, not_in_place)) {
+      std::optional<InPlaceRead> read = InPlace(x, user, not_in_place);
+      if (!read) {
         copies_.emplace(x.index, kAttentionCopy + not_in_place);
         continue;
       }
-      out.push_back(x);
+      out.push_back(std::move(*read));
       for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) in_place_.insert(v.index);
     }
     return out;
@@ -749,15 +752,15 @@ class Fuser {
   struct Alternative {
     AttentionMatch match;
     std::string why;
-    std::vector<NodeId> in_place;  // q, k, v read in place (ReadsInPlace)
+    std::vector<InPlaceRead> in_place;  // q, k, v read in place (ReadsInPlace)
   };
   void Alternatives() {
     for (const auto& [alt, why, in_place] : alternatives_) {
       std::set<std::uint32_t> members;
       for (NodeId m : alt.members) members.insert(m.index);
       // The views read in place are in the parts' groups, down to the data.
-      for (NodeId x : in_place)
-        for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) members.insert(v.index);
+      for (const InPlaceRead& read : in_place)
+        for (NodeId v = read.view; v != read.root; v = Get(v).args.at(0)) members.insert(v.index);
       const NodeId out = alt.members.front();
       std::int64_t last = plan_.group_of[out.index];
       std::vector<std::size_t> parts;
@@ -786,8 +789,8 @@ class Fuser {
       // runs: they live until then.
       for (NodeId x : {alt.q, alt.k, alt.v}) {
         NodeId data = Base(x);
-        if (std::find(in_place.begin(), in_place.end(), x) != in_place.end())
-          while (Get(data).kind == Kind::View) data = Get(data).args.at(0);
+        for (const InPlaceRead& read : in_place)
+          if (read.view == x) data = read.root;
         read_until_[data.index] = static_cast<std::size_t>(last);
       }
     }

@@ -26,6 +26,7 @@
 #include "base/typed_id.h"
 #include "core/dim.h"
 #include "core/ir.h"
+#include "core/strided.h"
 #include "core/types.h"
 #include "diagnostics/diagnostic.h"
 
@@ -146,6 +147,16 @@ enum class GroupKind : std::uint8_t {
 };
 std::string_view Spelling(GroupKind kind);
 
+// A view a stdlib kernel reads in place, through a TMA map of its layout (graph/layout.h's
+// ReadInPlace says when and how): the view, the node that owns its data, its layout over that data,
+// and per axis the extents of its modes after the outermost (tile::InPlace).
+struct InPlaceRead {
+  NodeId view;
+  NodeId root;
+  core::StridedView layout;
+  std::vector<std::vector<std::int64_t>> inner;
+};
+
 struct Group {
   GroupKind kind = GroupKind::Host;
   std::vector<NodeId> nodes;    // in program order
@@ -163,8 +174,8 @@ struct Group {
   std::string alternative;
   std::size_t alternative_last = 0;
   // Gemm (a stdlib kernel or an epilogue's), Attention: operands that are views the kernel reads in
-  // place through TMA maps of their layout (graph/layout.h's ReadInPlace) instead of copies.
-  std::vector<NodeId> in_place;
+  // place through TMA maps of their layout instead of copies.
+  std::vector<InPlaceRead> in_place;
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.

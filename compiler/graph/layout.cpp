@@ -72,13 +72,17 @@ std::string Provably(const core::Dim& d) {
 
 }  // namespace
 
+std::int64_t TmaBoxColumns(Dtype dtype) {
+  return 128 / ((weft::Bits(dtype) + 7) / 8);
+}
+
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {
   core::ViewResult layout = LayoutOf(graph, id);
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
   NodeId root = id;
   while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
   const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
-  InPlaceRead read{root, *layout, {}};
+  InPlaceRead read{id, root, *layout, {}};
   std::vector<solver::Fact> facts;
   for (const Check& check : graph.checks)
     if (check.before <= id.index) facts.push_back({{check.fact.lhs, check.fact.relation, check.fact.rhs}, check.what});

@@ -30,15 +30,10 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 // failing that, by the solver (compiler/solver) under the run-time checks the program makes before
 // the view (graph::Check: the `where` facts of the definitions it calls).
 // A unit axis's stride is immaterial: it is given one that is aligned.
-struct InPlaceRead {
-  NodeId root;
-  core::StridedView layout;
-  std::vector<std::vector<std::int64_t>> inner;  // per axis, its modes' extents after the outermost (tile::InPlace)
-};
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
 
-// The box along the last axis of the stdlib kernels' TMA copies: 128 bytes (the 128-byte swizzle's
-// span), so 64 elements of bf16 or f16.
-constexpr std::int64_t kTmaBoxBytes = 128;
+// The box along the last axis of the stdlib kernels' TMA copies of `dtype`: 128 bytes (the 128-byte
+// swizzle's span), so 64 elements of bf16 or f16.
+std::int64_t TmaBoxColumns(Dtype dtype);
 
 }  // namespace weft::graph

@@ -315,12 +315,11 @@ class Printer {
       out << "    reads" << (reads.empty() ? " nothing" : reads) << "; writes" << (writes.empty() ? " nothing" : writes)
           << "\n";
       if (!group.why.empty()) out << "    " << group.why << "\n";
-      for (NodeId view : group.in_place) {
+      for (const InPlaceRead& read : group.in_place) {
         std::size_t dims = 0;
-        if (core::ViewResult layout = LayoutOf(g_, view))
-          for (const core::StridedAxis& axis : layout->axes) dims += axis.modes.size();
-        out << "    reads " << Ref(view) << " in place (sm_90a): a " << dims << "-D TMA map of " << Layout(view)
-            << "\n";
+        for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
+        out << "    reads " << Ref(read.view) << " in place (sm_90a): a " << dims << "-D TMA map of "
+            << Layout(read.view) << "\n";
       }
     }
     if (!g_.checks.empty()) {
