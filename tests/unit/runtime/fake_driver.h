@@ -3,6 +3,8 @@
 // started; shut down (and unloaded) when the test ends.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
@@ -37,5 +39,16 @@ struct FakeDriver {
   FakeDriver(const FakeDriver&) = delete;
   FakeDriver& operator=(const FakeDriver&) = delete;
 };
+
+// Fills `out` by `name`, a function the loaded fake driver exports for tests (not a driver
+// function: weft_fake_cuda_memory, weft_fake_cuda_last_map; fake_cuda.cpp says what each gives).
+inline void ReadFake(const char* name, unsigned long long* out) {
+  void* library = dlopen(WEFT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(library != nullptr);
+  auto* read = reinterpret_cast<void (*)(unsigned long long*)>(dlsym(library, name));
+  REQUIRE(read != nullptr);
+  read(out);
+  dlclose(library);
+}
 
 }  // namespace weft::testing

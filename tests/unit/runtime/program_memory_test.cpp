@@ -27,13 +27,8 @@ struct Memory {
 // The fake driver's counts since it was loaded (once a process: its std::map makes it unique, so
 // dlclose keeps it), less those at `since`.
 Memory DriverMemory(const Memory& since = {}) {
-  void* library = dlopen(WEFT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(library != nullptr);
-  auto* counts = reinterpret_cast<void (*)(unsigned long long*)>(dlsym(library, "weft_fake_cuda_memory"));
-  REQUIRE(counts != nullptr);
   unsigned long long c[3];
-  counts(c);
-  dlclose(library);
+  weft::testing::ReadFake("weft_fake_cuda_memory", c);
   return {c[0] - since.allocations, c[1] - since.frees, c[2] - since.live_bytes};
 }
 

@@ -4,8 +4,6 @@
 // map {cols, rows}; a view's map (rank 2 to 5) has the view's dims and element strides in bytes, at
 // the address of its first element; a map is encoded again only when its address, dims or strides
 // change; and a view's map launched without a layout is the launch's error.
-#include <dlfcn.h>
-
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -31,13 +29,8 @@ struct EncodeCall {
 };
 
 EncodeCall LastEncode() {
-  void* library = dlopen(WEFT_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(library != nullptr);
-  auto* last_map = reinterpret_cast<void (*)(unsigned long long*)>(dlsym(library, "weft_fake_cuda_last_map"));
-  REQUIRE(last_map != nullptr);
   unsigned long long c[17];
-  last_map(c);
-  dlclose(library);
+  weft::testing::ReadFake("weft_fake_cuda_last_map", c);
   const std::size_t rank = static_cast<std::size_t>(c[1]);  // 0 before the first call
   const std::size_t strides = rank > 0 ? rank - 1 : 0;
   return {c[0], c[1], c[2], {c + 3, c + 3 + rank}, {c + 8, c + 8 + strides}, {c + 12, c + 12 + rank}};
