@@ -39,33 +39,18 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import triton
-from triton.testing import do_bench
 
 import weft
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import BOUND, bench, check, finish, rel  # noqa: E402  (bench/checks.py)
 
 GEMM_SIZES = [1024, 2048, 4096, 8192]
 ATTENTION = [(d, causal, seq) for d in (128, 64) for causal in (False, True) for seq in (1024, 4096, 16384)]
 TOKENS, WIDTH = 16384, 2048  # bench/attention's shapes: batch = TOKENS / seq, heads = WIDTH / d
-BOUND = 2e-2  # bf16 operands: between 1e-3 and 1e-2 against an f32 reference
 REFERENCE_BYTES = 1 << 31  # the f32 attention reference's scores, a chunk of heads at a time
 
-failures = []
 rows = []  # dicts: case, target, export, weft ms, flops, anchors [(name, ms)], errors
-
-
-def check(name, ok, detail):
-    print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
-    if not ok:
-        failures.append(name)
-
-
-def rel(out, ref):
-    out, ref = out.double(), ref.double()
-    return float((out - ref).norm() / ref.norm())
-
-
-def bench(fn):
-    return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
 def call(fn, *args):
@@ -260,12 +245,7 @@ def main():
          " SDPA flash's bf16 output)" % (torch.cuda.get_device_name(), torch.__version__, triton.__version__), ""]
         + table())
     print("\n" + text, flush=True)
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "package.md"), "w") as f:
-            f.write(text + "\n")
-    if failures:
-        print("failed: %s" % ", ".join(failures), flush=True)
-    return 1 if failures else 0
+    return finish(text, "package.md")
 
 
 if __name__ == "__main__":

@@ -21,21 +21,10 @@ from triton.testing import do_bench
 
 import weft
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import BOUND, check, failures, rel, write_report  # noqa: E402  (bench/checks.py)
+
 SIZES = [(2048, 2048, 8192), (8192, 4096, 16384)]  # (tokens n, model width d, hidden h)
-BOUND = 2e-2  # bf16 operands: between 1e-3 and 1e-2 against an f32 reference
-
-failures = []
-
-
-def check(name, ok, detail):
-    print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
-    if not ok:
-        failures.append(name)
-
-
-def rel(out, ref):
-    out, ref = out.double(), ref.double()
-    return float((out - ref).norm() / ref.norm())
 
 
 def gelu(x):
@@ -91,9 +80,7 @@ def main():
             name, size, t_ours, t_eager, t_eager / t_ours, rate, e_ours, e_eager))
     text = "\n".join(["%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__), ""] + table)
     print(text, flush=True)
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "models.md"), "w") as f:
-            f.write(text + "\n")
+    write_report(text, "models.md")
     return 1 if failures else 0
 
 

@@ -42,19 +42,16 @@ import tempfile
 import numpy as np
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
 
 import weft
-from bench import BOUND, check, failures, rel  # bench.py beside this script: the same checks
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import BOUND, bench, check, finish, rel  # noqa: E402  (bench/checks.py)
 
 S, D, HEADS, HEAD_DIM, HIDDEN = 2048, 4096, 32, 128, 11008
 
 rows = []  # (bar, case, weft ms, eager ms, bar ratio, error weft, error eager)
 notes = []
-
-
-def bench(fn):
-    return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
 def export(mod, name):
@@ -351,12 +348,7 @@ def main():
     text = "\n".join(["%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__), ""] + table +
                      ([""] + ["- " + n for n in notes] if notes else []))
     print(text, flush=True)
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "views.md"), "w") as f:
-            f.write(text + "\n")
-    if failures:
-        print("failed: %s" % ", ".join(failures), flush=True)
-    return 1 if failures else 0
+    return finish(text, "views.md")
 
 
 if __name__ == "__main__":
