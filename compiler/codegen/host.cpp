@@ -99,6 +99,9 @@ class Lowering {
   // The value the buffer plan held in `id`'s buffer before it, now dead (a null pointer if none).
   llvm::Value* Reuse(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
+  // The copy groups of the views `group` reads in place only where their alignment holds at run
+  // time (graph::Group::copy_for), for a path that reads them as stored.
+  void LowerRunTimeCopies(const graph::Group& group);
   void LowerStdlibAttention(std::size_t index);
   // Whether a stdlib kernel's `where` facts hold for `sizes` (KernelSizes'), at run time.
   llvm::Value* WhereHolds(const tile::Kernel& kernel, const std::map<std::uint32_t, llvm::Value*>& sizes);
@@ -640,6 +643,11 @@ std::size_t Lowering::AddKernel(tile::Kernel kernel) {
 // A product the graph routed to a stdlib gemm kernel (graph::FuseOptions::stdlib_gemm): launched
 // when the kernel's `where` facts hold for the run-time sizes, else the group's generic product
 // kernel computes it; both write the same output.
+void Lowering::LowerRunTimeCopies(const graph::Group& group) {
+  for (const graph::InPlaceRead& read : group.in_place)
+    if (!read.when.empty()) LowerArray(static_cast<std::size_t>(plan_.group_of[read.view.index]));
+}
+
 void Lowering::LowerStdlibGemm(std::size_t index) {
   const graph::Group& group = plan_.groups[index];
   const graph::Node& root = g_.Get(group.nodes.back());
@@ -662,6 +670,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
     def = options_.stdlib->Find(group.kernel);
   }
   if (group.epilogue ? !epilogue || !built : !def || !def->kernel) {
+    LowerRunTimeCopies(group);
     LowerArray(index);
     return;
   }
@@ -685,18 +694,43 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
       reads.push_back(nullptr);
     }
   const std::size_t use = InPlaceUse(built, def, reads);
-  const tile::Kernel& kernel = out_.kernels[use].kernel;
   // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
   HTensor out = Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
-  std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
-  llvm::Value* holds = WhereHolds(kernel, sizes);
+  std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(out_.kernels[use].kernel, inputs);
+  llvm::Value* holds = WhereHolds(out_.kernels[use].kernel, sizes);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
+  // Views read in place only where their alignment holds at run time (graph::InPlaceRead::when):
+  // there the kernel reads them in place; elsewhere their copy groups run first and the kernel
+  // reads the copies, as stored.
+  llvm::Value* aligned = b_.getTrue();
+  std::vector<const graph::InPlaceRead*> dense_reads = reads;
+  std::vector<const HTensor*> dense_inputs = inputs;
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    if (!reads[i] || reads[i]->when.empty()) continue;
+    const Span span = g_.Get(reads[i]->view).span;
+    for (const core::DimFact& fact : reads[i]->when)
+      aligned = b_.CreateAnd(aligned, Compare(fact.relation, DimValue(fact.lhs, span), DimValue(fact.rhs, span)));
+    dense_reads[i] = nullptr;
+  }
+  if (dense_reads != reads) {
+    llvm::BasicBlock* view = llvm::BasicBlock::Create(ctx_, "gemm.in_place", main_);
+    llvm::BasicBlock* copied = llvm::BasicBlock::Create(ctx_, "gemm.copies", main_);
+    b_.CreateCondBr(b_.CreateAnd(holds, aligned), view, copied);
+    b_.SetInsertPoint(view);
+    LaunchKernel(use, inputs, {}, out, sizes, reads);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(copied);
+    LowerRunTimeCopies(group);
+    for (std::size_t i = 0; i < reads.size(); ++i)
+      if (reads[i] != dense_reads[i]) dense_inputs[i] = &TensorOf(reads[i]->view);
+  }
+  const std::size_t dense = dense_reads == reads ? use : InPlaceUse(built, def, dense_reads);
   llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
   llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);
   b_.CreateCondBr(holds, fast, generic);
   b_.SetInsertPoint(fast);
-  LaunchKernel(use, inputs, {}, out, sizes, reads);
+  LaunchKernel(dense, dense_inputs, {}, out, sizes, dense_reads);
   b_.CreateBr(done);
   b_.SetInsertPoint(generic);
   LowerArray(index);  // writes into `out`, already allocated
@@ -977,6 +1011,7 @@ void Lowering::LowerMain() {
   for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
     const graph::Group& group = plan_.groups[i];
     EmitChecks(group.nodes.back().index);
+    if (group.copy_for) continue;  // launched by the group that reads the view, where it must
     switch (group.kind) {
       case graph::GroupKind::Host:
         LowerHost(group.nodes.back());
@@ -988,6 +1023,7 @@ void Lowering::LowerMain() {
         if (!group.alternative.empty()) {
           i = LowerAttentionChoice(i);
         } else if (group.kernel.empty()) {
+          LowerRunTimeCopies(group);
           LowerArray(i);
         } else {
           LowerStdlibGemm(i);

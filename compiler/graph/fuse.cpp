@@ -84,6 +84,7 @@ class Fuser {
     }
     Connect();
     Alternatives();
+    RunTimeReads();
     PlanBuffers();
     return std::move(plan_);
   }
@@ -320,6 +321,9 @@ class Fuser {
       if (Get(x).shape.size() > 2) {
         route.copies[x.index] = "a copy: the stdlib gemm reads a's rows flattened, as stored";
       } else if (std::optional<InPlaceRead> read = InPlace(x, id, why)) {
+        // Aligned only at some run-time sizes: read in place there, else copied first.
+        if (!read->when.empty())
+          route.copies[x.index] = CopyWhy(which, x) + "; read in place instead where its alignment holds at run time";
         route.in_place.push_back(std::move(*read));
       } else if (std::string_view(which) == "b" && Get(x).fn == "transpose" && a.dtype != Dtype::BF16) {
         route.copies[x.index] = "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it";
@@ -734,6 +738,10 @@ class Fuser {
           if (a == x) user = m;
       std::string not_in_place;
       std::optional<InPlaceRead> read = InPlace(x, user, not_in_place);
+      if (read && !read->when.empty()) {
+        read.reset();
+        not_in_place = "; not read in place: its alignment is known only at run time";
+      }
       if (!read) {
         copies_.emplace(x.index, kAttentionCopy + not_in_place);
         continue;
@@ -794,6 +802,23 @@ class Fuser {
         read_until_[data.index] = static_cast<std::size_t>(last);
       }
     }
+  }
+
+  // A view read in place only where its alignment holds at run time (InPlaceRead::when) is also
+  // copied by a group of its own, which the reading group launches where the alignment fails
+  // (Group::copy_for): the view's data lives until the reader, and the copy, made in that branch
+  // only, shares no buffer.
+  void RunTimeReads() {
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g)
+      for (const InPlaceRead& read : plan_.groups[g].in_place) {
+        if (read.when.empty()) continue;
+        std::int64_t copy = plan_.group_of[read.view.index];
+        if (copy < 0 || static_cast<std::size_t>(copy) >= g)
+          WEFT_INTERNAL_ERROR("graph: a view read in place at run time without its copy before the reader");
+        plan_.groups[static_cast<std::size_t>(copy)].copy_for = g;
+        read_until_[read.root.index] = g;
+        own_buffer_.insert(read.view.index);
+      }
   }
 
   static constexpr std::int64_t kLooseView = -2;  // a view read by several groups: in none

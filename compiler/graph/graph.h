@@ -150,11 +150,15 @@ std::string_view Spelling(GroupKind kind);
 // A view a stdlib kernel reads in place, through a TMA map of its layout (graph/layout.h's
 // ReadInPlace says when and how): the view, the node that owns its data, its layout over that data,
 // and per axis the extents of its modes after the outermost (tile::InPlace).
+// `when`: the alignments that only the run-time sizes decide (`(n * 2) % 16 == 0` for a pitch of
+// n bf16 elements); when one fails there, the view is copied (by the copy group of the view, which
+// the kernel's group launches then, before the stdlib kernel on the copy).
 struct InPlaceRead {
   NodeId view;
   NodeId root;
   core::StridedView layout;
   std::vector<std::vector<std::int64_t>> inner;
+  std::vector<core::DimFact> when;
 };
 
 struct Group {
@@ -176,6 +180,9 @@ struct Group {
   // Gemm (a stdlib kernel or an epilogue's), Attention: operands that are views the kernel reads in
   // place through TMA maps of their layout instead of copies.
   std::vector<InPlaceRead> in_place;
+  // An elementwise copy of a view that group `copy_for` reads in place where the view's alignment
+  // holds at run time (InPlaceRead::when): that group launches it, where the alignment fails.
+  std::optional<std::size_t> copy_for;
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.

@@ -45,18 +45,31 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
 
 namespace {
 
+enum class Alignment : std::uint8_t { kProved, kRefuted, kRunTime };
+
 // Whether `elements` of `element_bytes` each are a multiple of 16 bytes: by the normal form, else
 // by the solver under `facts` (the program's run-time checks made before the view is read: the
-// `where` facts of the definitions it calls, say `k % 8 == 0`).
-bool Aligned16(const core::Dim& elements, std::int64_t element_bytes, const std::vector<solver::Fact>& facts) {
+// `where` facts of the definitions it calls, say `k % 8 == 0`). A dim over sizes that neither
+// proves nor refutes is known at run time: `fact` is then the condition to check there.
+Alignment Aligned16(const core::Dim& elements, std::int64_t element_bytes, const std::vector<solver::Fact>& facts,
+                    core::DimFact& fact) {
   auto bytes = core::Mul(elements, core::Dim::Constant(element_bytes));
-  if (!bytes) return false;
-  if (core::DivExact(*bytes, 16)) return true;
-  if (facts.empty()) return false;
-  auto rest = core::Mod(*bytes, 16);
-  if (!rest) return false;
+  if (!bytes) return Alignment::kRefuted;
+  if (core::DivExact(*bytes, 16)) return Alignment::kProved;
+  // Element sizes divide 16 bytes: a multiple of 16 bytes is a multiple of 16 / element_bytes elements.
+  auto rest = core::Mod(elements, 16 / std::min<std::int64_t>(element_bytes, 16));
+  if (!rest || bytes->AsConstant()) return Alignment::kRefuted;
+  fact = core::DimFact{*rest, core::RelOp::kEq, core::Dim::Constant(0), {}};
+  if (facts.empty()) return Alignment::kRunTime;
   static thread_local solver::Solver prover;
-  return prover.Prove(facts, {*rest, core::RelOp::kEq, core::Dim::Constant(0)}).verdict == solver::Verdict::kProved;
+  switch (prover.Prove(facts, {*rest, core::RelOp::kEq, core::Dim::Constant(0)}).verdict) {
+    case solver::Verdict::kProved:
+      return Alignment::kProved;
+    case solver::Verdict::kRefuted:
+      return Alignment::kRefuted;
+    default:
+      return Alignment::kRunTime;
+  }
 }
 
 // ` of 3 elements` for a constant; nothing for a dim over sizes (whose names the graph lacks).
@@ -65,9 +78,9 @@ std::string Elements(const core::Dim& d) {
   return c ? " of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s") : std::string();
 }
 
-// ` provably` for a dim over sizes: a `where` fact (`k % 8 == 0`) may prove it.
-std::string Provably(const core::Dim& d) {
-  return d.AsConstant() ? std::string() : " provably";
+// ` is not` for a constant, ` is never` for a dim over sizes (the program's checks refute it).
+std::string IsNot(const core::Dim& d) {
+  return d.AsConstant() ? " is not" : " is never";
 }
 
 }  // namespace
@@ -105,9 +118,17 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
         continue;
       }
       if (mode.stride.IsZero()) return "it repeats elements along axis " + std::to_string(a) + " (stride 0)";
-      if (!Aligned16(mode.stride, e, facts))
-        return "its axis " + std::to_string(a) + "'s stride" + Elements(mode.stride) + " is not" +
-               Provably(mode.stride) + " a multiple of 16 bytes";
+      core::DimFact fact;
+      switch (Aligned16(mode.stride, e, facts, fact)) {
+        case Alignment::kProved:
+          break;
+        case Alignment::kRefuted:
+          return "its axis " + std::to_string(a) + "'s stride" + Elements(mode.stride) + IsNot(mode.stride) +
+                 " a multiple of 16 bytes";
+        case Alignment::kRunTime:
+          read.when.push_back(fact);
+          break;
+      }
     }
   }
   // Each axis's modes after its outermost: constants, so that the kernel splits an index over them.
@@ -127,9 +148,16 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
     return "its last axis's innermost mode of " + std::to_string(last.back()) +
            " elements is not a multiple of the box's " + std::to_string(box_cols);
   if (dims > 5) return "its map would have " + std::to_string(dims) + " dims, and TMA takes at most 5";
-  if (!Aligned16(read.layout.offset, e, facts))
-    return "its offset" + Elements(read.layout.offset) + " is not" + Provably(read.layout.offset) +
-           " a multiple of 16 bytes";
+  core::DimFact fact;
+  switch (Aligned16(read.layout.offset, e, facts, fact)) {
+    case Alignment::kProved:
+      break;
+    case Alignment::kRefuted:
+      return "its offset" + Elements(read.layout.offset) + IsNot(read.layout.offset) + " a multiple of 16 bytes";
+    case Alignment::kRunTime:
+      read.when.push_back(fact);
+      break;
+  }
   return read;
 }
 

@@ -28,7 +28,8 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 // extent when the axis has several, so that a box never straddles them;
 // the offset and every other stride are multiples of 16 bytes, proved on the dims' normal forms or,
 // failing that, by the solver (compiler/solver) under the run-time checks the program makes before
-// the view (graph::Check: the `where` facts of the definitions it calls).
+// the view (graph::Check: the `where` facts of the definitions it calls); an alignment of a dim
+// over sizes that neither proves nor refutes is the read's `when`, checked at run time.
 // A unit axis's stride is immaterial: it is given one that is aligned.
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
 

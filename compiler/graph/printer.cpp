@@ -319,7 +319,12 @@ class Printer {
         std::size_t dims = 0;
         for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
         out << "    reads " << Ref(read.view) << " in place (sm_90a): a " << dims << "-D TMA map of "
-            << Layout(read.view) << "\n";
+            << Layout(read.view);
+        for (std::size_t f = 0; f < read.when.size(); ++f)
+          out << (f == 0 ? " where " : " and ") << types_.Print(read.when[f].lhs) << " "
+              << core::Spelling(read.when[f].relation) << " " << types_.Print(read.when[f].rhs);
+        if (!read.when.empty()) out << " at run time; else the copy " << Where(read.view);
+        out << "\n";
       }
     }
     if (!g_.checks.empty()) {

@@ -89,21 +89,38 @@ TEST_CASE("views no map takes say why", "[graph][in_place]") {
   CHECK(Why(p->graph, operands[3]).empty());
 }
 
-TEST_CASE("a stride over sizes is aligned where a `where` fact proves it (the solver), else copied",
-          "[graph][in_place]") {
+TEST_CASE(
+    "a stride over sizes is aligned where a `where` fact proves it (the solver), refuted where one "
+    "refutes it, else checked at run time",
+    "[graph][in_place]") {
   auto p = Build(R"(def rows (x: bf16[s, k]) (w: bf16[64, 256]) where k % 8 == 0, k >= 128 = x[:, 64:128] @ w
 def plain (x: bf16[s, k]) (w: bf16[64, 256]) where k >= 128 = x[:, 64:128] @ w
+def odd (x: bf16[s, k]) (w: bf16[64, 256]) where k % 8 == 4, k >= 128 = x[:, 64:128] @ w
 def main =
   let w = (random [64, 256] 1 : bf16[64, 256]) in
   let _ = save "y.npy" (rows (load "x.npy" : bf16[s, k]) w) in
+  let _ = save "o.npy" (odd (load "x3.npy" : bf16[u, i]) w) in
   save "z.npy" (plain (load "x2.npy" : bf16[t, j]) w)
 )");
   std::vector<NodeId> slices;
   for (const Node& n : p->graph.nodes)
     if (n.kind == Kind::MatMul) slices.push_back(n.args.at(0));
-  REQUIRE(slices.size() == 2);
-  CHECK(Why(p->graph, slices[0]).empty());  // k % 8 == 0: a row of k bf16 is a multiple of 16 bytes
-  CHECK(Why(p->graph, slices[1]) == "its axis 0's stride is not provably a multiple of 16 bytes");
+  REQUIRE(slices.size() == 3);
+  // k % 8 == 0: a row of k bf16 is a multiple of 16 bytes, proved; nothing left for run time.
+  auto proved = ReadInPlace(p->graph, slices[0], 64);
+  REQUIRE(proved);
+  CHECK(proved->when.empty());
+  // k % 8 == 4: never.
+  CHECK(Why(p->graph, slices[1]) == "its axis 0's stride is never a multiple of 16 bytes");
+  // Nothing known of j: read in place where j % 8 == 0 holds at run time.
+  auto run_time = ReadInPlace(p->graph, slices[2], 64);
+  REQUIRE(run_time);
+  REQUIRE(run_time->when.size() == 1);
+  const core::DimFact& fact = run_time->when[0];
+  CHECK(fact.relation == core::RelOp::kEq);
+  CHECK(fact.rhs == core::Dim::Constant(0));
+  REQUIRE(fact.lhs.Vars().size() == 1);
+  CHECK(fact.lhs == *core::Mod(core::Dim::Var(fact.lhs.Vars().front()), 8));
 }
 
 TEST_CASE("on sm_90a a product's operand views join its group instead of copies", "[graph][in_place]") {
