@@ -13,7 +13,7 @@ while read -r file kernel; do
     for _ in 1 2 3 4 5; do
       out=$("$weft" explain "$file" --kernel "$kernel" --target "$target")
       ms=$(sed -n 's/^  time: \([0-9.]*\) ms$/\1/p' <<< "$out")
-      candidates=$(sed -n 's/^  search: \([0-9]*\) candidates.*/\1/p' <<< "$out")
+      candidates=$(sed -n 's/^  choice: .* over \([0-9]*\) candidates.*/\1/p' <<< "$out")
       best=$(python3 -c "print(min($best, $ms))")
     done
     printf '%-16s %-7s %11s %10.3f\n' "$kernel" "$target" "$candidates" "$best"

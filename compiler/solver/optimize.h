@@ -1,5 +1,6 @@
 // Z3's optimizer (z3::optimize) behind a small integer-programming interface, so that only solver/
-// includes z3++.h (solver.h says why). Used by compiler/schedule for modulo scheduling.
+// includes z3++.h (solver.h says why). Used by compiler/schedule for modulo scheduling and by
+// compiler/synth to choose layouts (synth/choose.h).
 //
 // A problem is integer variables with bounds, linear constraints (sum of coefficient * variable,
 // compared with a constant), each optionally guarded by a literal (`x == value` for a variable x,

@@ -178,8 +178,10 @@ std::string Printer::Print() {
   out << "  shared memory: " << plan_.shared_bytes << " bytes\n";
   out << "  registers: about " << plan_.registers_per_thread << " per thread (estimate)\n";
   for (const std::string& n : plan_.notes) out << "  " << n << "\n";
-  out << "  search: " << plan_.candidates << " candidates, exhaustive, "
-      << (plan_.optimal ? "optimal" : "not proved optimal") << "\n";
+  out << "  choice: " << Spelling(plan_.chooser) << " over " << plan_.candidates << " candidates, "
+      << (plan_.optimal ? "proved optimal" : "not proved optimal");
+  if (!plan_.chooser_status.empty() && plan_.chooser != Chooser::kZ3) out << " (Z3: " << plan_.chooser_status << ")";
+  out << "\n";
   out << "  objective: " << plan_.objective << "\n";
   if (options_.timings) {
     char buf[64];

@@ -78,6 +78,11 @@ namespace weft::synth {
 enum class Target : std::uint8_t { Sm80, Sm90a };
 std::string_view Spelling(Target target);  // "sm_80", "sm_90a"
 
+// What chose the plan among the candidates (choose.h): Z3's optimizer, or the exhaustive search
+// that is its test oracle.
+enum class Chooser : std::uint8_t { kZ3, kSearch };
+std::string_view Spelling(Chooser chooser);  // "Z3", "exhaustive search"
+
 struct ValueChoice {
   // Shared tiles
   std::optional<layout::SwizzledLayout> shared;
@@ -146,13 +151,17 @@ struct Plan {
   // producer warpgroup and budgets its registers for two blocks, docs/codegen.md).
   int blocks_per_sm = 1;
   int registers_per_thread = 0;  // an estimate
-  // How the choice was made: candidates considered, the cost of the chosen one, whether it is
-  // proved optimal for that cost (exhaustive search, or Z3's optimizer within its resource limit),
-  // and the time it took (not printed with --no-timings).
+  // How the choice was made: candidates considered, the chooser, the objective's values (the cost,
+  // then warp instructions; then come stages and the candidates' indices: choose.h), whether it is proved
+  // optimal (the exhaustive search always is, Z3's optimizer within its resource limit), Z3's answer
+  // (or why the search chose instead), and the time it took (not printed with --no-timings).
   std::int64_t candidates = 0;
   std::string objective;
   std::int64_t cost = 0;
+  std::int64_t instructions = 0;
   bool optimal = false;
+  Chooser chooser = Chooser::kZ3;
+  std::string chooser_status;
   double seconds = 0;
   std::vector<std::string> notes;
 };

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
 
 #include "base/source.h"
 #include "layout/algebra.h"
+#include "synth/choose.h"
 #include "synth/tiling.h"
 
 namespace weft::synth {
@@ -172,12 +174,37 @@ struct SharedCandidate {
   std::int64_t box_cols = 0;
 };
 
-// One combination of warp tilings, evaluated.
+// One shared-memory candidate costed against one class of readers' copies: its wavefronts (TMA
+// instructions included) and the accesses explain prints.
+struct Scored {
+  std::int64_t wavefronts = 0;
+  std::vector<std::pair<OpId, Access>> accesses;
+};
+
+// A shared tile's candidates and copies, the same for every combination of warp tilings, and its
+// candidates costed per class of readers' copies (memoized: combinations whose readers copy alike
+// cost alike).
+struct SharedTile {
+  ValueId value;
+  OpId writer;
+  std::vector<OpId> readers;
+  std::vector<ValueId> views;  // transposed views of the tile: their `regs` read it
+  bool tma = false;
+  std::vector<SharedCandidate> candidates;
+  std::optional<TvLayout> write_copy;  // sm_80: the writer's cp.async vectors
+  int write_bytes = 0;
+  std::map<std::string, int> classes;                      // readers' copies -> class
+  std::vector<std::vector<std::optional<Scored>>> scored;  // [class][candidate]; nothing: misaligned
+};
+
+// One combination of warp tilings, evaluated: every layout and instruction but the shared tiles'.
 struct Attempt {
   std::vector<std::optional<TvLayout>> regs;  // per value
   std::vector<ValueChoice> values;
   std::vector<OpChoice> ops;
   std::int64_t wavefronts = 0, instructions = 0, candidates = 0;
+  std::vector<int> classes;  // per shared tile: the class of its readers' copies
+  std::int64_t registers = 0, scratch = 0;
   std::int64_t cost() const { return wavefronts + instructions; }
 };
 
@@ -186,7 +213,11 @@ class Synthesizer {
   Synthesizer(const tile::Kernel& kernel, Target target, const Options& options)
       : kernel_(kernel), target_(target), options_(options) {}
 
+  // Steps 1 to 3, and step 4's space of candidates with their costs tabulated (attempts_, space_).
+  bool Tabulate();
   Result<Plan, std::vector<Diagnostic>> Run();
+  const Space& space() const { return space_; }
+  const std::vector<Diagnostic>& errors() const { return errors_; }
 
  private:
   template <typename... Args>
@@ -204,10 +235,15 @@ class Synthesizer {
   std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
   std::optional<Attempt> UnifyLayouts(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
   void ChooseInstructions(Attempt& attempt, const std::vector<int>& combo);
-  bool ChooseShared(Attempt& attempt, ValueId s);
+  bool PrepareShared(ValueId s, SharedTile& tile);
+  bool TabulateShared(Attempt& attempt, SharedTile& tile);
+  void ApplyShared(Attempt& attempt, std::size_t tile, int candidate);
+  Space MakeSpace(const std::vector<std::optional<Attempt>>& attempts) const;
   std::vector<SharedCandidate> SharedCandidates(ValueId s, bool tma, bool wgmma_a, bool wgmma_b) const;
   void RecordTmaWrite(OpChoice& write, OpId writer, const SharedCandidate& c, Extent e, int eb) const;
-  void Finish(Attempt& attempt, Plan& plan);
+  std::int64_t Scratch(const Attempt& attempt) const;
+  std::vector<int> StageCounts() const;
+  void Finish(Attempt& attempt, Plan& plan, int stages);
   // Whether a pipeline's body reads a product it computes in an op other than another product
   // (attention's scores go to the softmax; a gemm's accumulator only to the next product).
   bool ReadsProducts() const;
@@ -233,7 +269,12 @@ class Synthesizer {
   std::vector<SliceEdge> slices_;
   std::vector<std::optional<Req>> reg_pins_;
   std::vector<std::optional<SharedPin>> shared_pins_;
-  std::vector<bool> wgmma_smem_operand_;  // per value: a `regs` result only wgmma reads
+  std::vector<bool> wgmma_smem_operand_;          // per value: a `regs` result only wgmma reads
+  std::vector<ValueId> shared_;                   // the shared tiles with memory of their own, in order
+  std::vector<std::optional<SharedTile>> tiles_;  // per shared_ entry, prepared when first reached
+  std::vector<std::optional<Attempt>> attempts_;  // per combination of tilings; nothing: a conflict
+  std::int64_t candidates_ = 0;
+  Space space_;
 };
 
 std::string Synthesizer::Name(ValueId id) const {
@@ -738,16 +779,22 @@ void Synthesizer::ChooseInstructions(Attempt& at, const std::vector<int>& combo)
   }
 }
 
-// Steps 2 and 3 for one combination of tilings: layouts by unification, then instructions.
+// Steps 2 and 3 for one combination of tilings: layouts by unification, then instructions, the
+// registers they take, and each shared tile's candidates costed against the readers' copies.
 std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict) {
   std::optional<Attempt> at = UnifyLayouts(combo, conflict);
   if (!at) return std::nullopt;
   ChooseInstructions(*at, combo);
-  // Shared tiles: each one's layout and copy, searched over its candidates.
-  for (OpId id : order_)
-    for (ValueId r : kernel_.Get(id).results)
-      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r) && !ChooseShared(*at, r))
-        return std::nullopt;
+  for (std::size_t i = 0; i < shared_.size(); ++i) {
+    if (!tiles_[i]) {
+      tiles_[i].emplace();
+      if (!PrepareShared(shared_[i], *tiles_[i])) return std::nullopt;
+    }
+    if (!TabulateShared(*at, *tiles_[i])) return std::nullopt;
+  }
+  Stream(*at);
+  at->registers = EstimateRegisters(*at).registers + 16;
+  at->scratch = Scratch(*at);
   return at;
 }
 
@@ -830,28 +877,25 @@ void Synthesizer::RecordTmaWrite(OpChoice& write, OpId writer, const SharedCandi
                std::to_string(c.box_cols) + " x " + std::to_string(e.rows) + ", issued by one thread";
 }
 
-// The shared layout of one tile: every candidate (swizzles on sm_80, TMA swizzle modes on sm_90a)
-// costed by the exact wavefronts of its cp.async writes and its readers' ldmatrix/ld.shared reads.
-bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
+// A shared tile's readers, candidates (swizzles on sm_80, TMA swizzle modes on sm_90a) and writer's
+// copy: the same for every combination of warp tilings. False (and the error) when it has none.
+bool Synthesizer::PrepareShared(ValueId s, SharedTile& tile) {
   const tile::Value& sv = V(s);
   Extent e = ExtentOf(sv);
   int eb = ElementBytes(sv.dtype);
-  OpId writer = sv.def;
-  std::int64_t warps = kernel_.threads / 32;
-  OpChoice* write = writer.valid() ? &at.ops[writer.index] : nullptr;
-  std::vector<OpId> readers;
-  std::vector<ValueId> views;  // transposed views of s: their `regs` read s (copies in s's coordinates)
+  tile.value = s;
+  tile.writer = sv.def;
   for (OpId use : uses_[s.index]) {
-    if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) readers.push_back(use);
+    if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(use).node)) tile.readers.push_back(use);
     if (std::holds_alternative<tile::op::Transpose>(kernel_.Get(use).node)) {
-      views.push_back(kernel_.Get(use).results[0]);
-      for (OpId u : uses_[views.back().index])
-        if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(u).node)) readers.push_back(u);
+      tile.views.push_back(kernel_.Get(use).results[0]);
+      for (OpId u : uses_[tile.views.back().index])
+        if (std::holds_alternative<tile::op::ToRegs>(kernel_.Get(u).node)) tile.readers.push_back(u);
     }
   }
   bool wgmma_a = false, wgmma_b = false;  // read as wgmma's A (K-major) or B (MN-major, or K-major
                                           // through a transposed view)
-  for (OpId r : readers) {
+  for (OpId r : tile.readers) {
     ValueId rv = kernel_.Get(r).results[0];
     bool through_view = std::get<tile::op::ToRegs>(kernel_.Get(r).node).src != s;
     for (OpId use : uses_[rv.index]) {
@@ -861,92 +905,115 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
       }
     }
   }
-  bool tma = target_ == Target::Sm90a && write != nullptr;
-  std::vector<SharedCandidate> candidates = SharedCandidates(s, tma, wgmma_a, wgmma_b);
-  if (candidates.empty()) {
-    Error(DiagnosticKind::SynthCopy, writer.valid() ? kernel_.Get(writer).span : sv.span,
-          "`" + ShapeText(sv) + "` fits no " + std::string(tma ? "TMA box" : "shared layout"),
-          tma ? "a TMA box is at most 256 x 256 elements, with rows a multiple of 16 bytes; split the tile"
-              : "use a larger tile");
-    if (!readers.empty()) errors_.back().notes.push_back({kernel_.Get(readers.front()).span, "the tile is read here"});
+  tile.tma = target_ == Target::Sm90a && tile.writer.valid();
+  tile.candidates = SharedCandidates(s, tile.tma, wgmma_a, wgmma_b);
+  if (tile.candidates.empty()) {
+    Error(DiagnosticKind::SynthCopy, tile.writer.valid() ? kernel_.Get(tile.writer).span : sv.span,
+          "`" + ShapeText(sv) + "` fits no " + std::string(tile.tma ? "TMA box" : "shared layout"),
+          tile.tma ? "a TMA box is at most 256 x 256 elements, with rows a multiple of 16 bytes; split the tile"
+                   : "use a larger tile");
+    if (!tile.readers.empty())
+      errors_.back().notes.push_back({kernel_.Get(tile.readers.front()).span, "the tile is read here"});
     return false;
   }
-
   // The writer's copy (sm_80): 16-byte cp.async vectors, coalesced along the last axis.
-  std::optional<TvLayout> write_copy;
-  int write_bytes = 0;
-  if (write != nullptr && !tma) {
+  if (tile.writer.valid() && !tile.tma) {
     for (int bytes : {16, 8, 4}) {
       std::int64_t n = bytes / eb;
       if (n < 1 || e.cols % n != 0) continue;
       std::int64_t chunks = e.cols / n, t = kernel_.threads;
       std::int64_t tc = std::gcd(chunks, t), tr = std::gcd(e.rows, t / tc), rest = t / (tc * tr);
       Layout l = TvOf({{tc, n * e.rows}, {tr, 1}, {rest, 0}}, {{e.rows / tr, tr}, {chunks / tc, tc * n * e.rows}});
-      write_copy = TvLayout{l, e.rows, e.cols};
-      write_bytes = bytes;
+      tile.write_copy = TvLayout{l, e.rows, e.cols};
+      tile.write_bytes = bytes;
       break;
     }
-    if (!write_copy) {
-      Error(DiagnosticKind::SynthCopy, kernel_.Get(writer).span,
+    if (!tile.write_copy) {
+      Error(DiagnosticKind::SynthCopy, kernel_.Get(tile.writer).span,
             "a row of `" + ShapeText(sv) + "` is " + std::to_string(e.cols * eb) + " bytes",
             "cp.async moves 4, 8 or 16 bytes: make the last axis a multiple of 4 bytes");
       return false;
     }
   }
+  return true;
+}
 
-  struct Scored {
-    std::int64_t wavefronts = 0;
-    std::vector<std::pair<OpId, Access>> accesses;
-  };
-  std::optional<Scored> best;
-  std::size_t best_index = 0;
-  for (std::size_t ci = 0; ci < candidates.size(); ++ci) {
-    const SharedCandidate& c = candidates[ci];
-    ++at.candidates;
-    Scored sc;
-    bool ok = true;
-    if (write_copy) {
-      auto w = CountCopyConflicts(*write_copy, c.layout, eb, write_bytes);
-      if (!w.ok()) continue;
-      sc.wavefronts += w->wavefronts;
-      sc.accesses.push_back({writer, Access{"cp.async writes of " + Name(s), *w}});
+// The class of this combination's readers' copies of a shared tile, with every candidate costed
+// against it the first time the class is seen: the exact wavefronts of the writer's cp.async vectors
+// and the readers' ldmatrix/ld.shared reads, plus the TMA instructions. False (and the error) when
+// every candidate misaligns a vector.
+bool Synthesizer::TabulateShared(Attempt& at, SharedTile& tile) {
+  const tile::Value& sv = V(tile.value);
+  Extent e = ExtentOf(sv);
+  int eb = ElementBytes(sv.dtype);
+  at.candidates += static_cast<std::int64_t>(tile.candidates.size());
+  if (tile.write_copy) at.instructions += tile.write_copy->values() * (kernel_.threads / 32);
+  std::string key;
+  for (OpId r : tile.readers) {
+    const OpChoice& rc = at.ops[r.index];
+    key += std::to_string(r.index) + ":";
+    if (rc.copy)
+      key += std::string(Spelling(rc.instruction)) + " " + std::to_string(rc.vector_bytes) + " " +
+             layout::ToString(rc.copy->layout) + ";";
+  }
+  auto [it, fresh] = tile.classes.try_emplace(key, static_cast<int>(tile.classes.size()));
+  at.classes.push_back(it->second);
+  if (!fresh) return true;
+  std::vector<std::optional<Scored>>& row = tile.scored.emplace_back();
+  for (const SharedCandidate& c : tile.candidates) {
+    std::optional<Scored>& sc = row.emplace_back(Scored{});
+    if (tile.write_copy) {
+      auto w = CountCopyConflicts(*tile.write_copy, c.layout, eb, tile.write_bytes);
+      if (!w.ok()) {
+        sc.reset();
+        continue;
+      }
+      sc->wavefronts += w->wavefronts;
+      sc->accesses.push_back({tile.writer, Access{"cp.async writes of " + Name(tile.value), *w}});
     }
-    for (OpId r : readers) {
+    for (OpId r : tile.readers) {
       const OpChoice& rc = at.ops[r.index];
       if (!rc.copy) continue;
       bool ldmatrix = rc.instruction.kind == InstructionKind::kLdmatrix;  // else ld.shared
       int active = ldmatrix ? 8 * rc.instruction.count : 32;
       auto rd = CountCopyConflicts(*rc.copy, c.layout, eb, rc.vector_bytes, active);
       if (!rd.ok()) {
-        ok = false;
+        sc.reset();
         break;
       }
-      sc.wavefronts += rd->wavefronts;
-      sc.accesses.push_back({r, Access{(ldmatrix ? "ldmatrix reads of " : "ld.shared reads of ") + Name(s), *rd}});
+      sc->wavefronts += rd->wavefronts;
+      sc->accesses.push_back(
+          {r, Access{(ldmatrix ? "ldmatrix reads of " : "ld.shared reads of ") + Name(tile.value), *rd}});
     }
-    if (!ok) continue;
-    if (tma) sc.wavefronts += e.cols / c.box_cols;  // TMA instructions
-    if (!best || sc.wavefronts < best->wavefronts) {
-      best = sc;
-      best_index = ci;
-    }
+    if (sc && tile.tma) sc->wavefronts += e.cols / c.box_cols;  // TMA instructions
   }
-  if (!best) {
-    Error(DiagnosticKind::SynthCopy, writer.valid() ? kernel_.Get(writer).span : sv.span,
+  if (std::none_of(row.begin(), row.end(), [](const auto& sc) { return sc.has_value(); })) {
+    Error(DiagnosticKind::SynthCopy, tile.writer.valid() ? kernel_.Get(tile.writer).span : sv.span,
           "every candidate layout of `" + ShapeText(sv) + "` misaligns a vector",
           "pin a layout that keeps rows of 16 bytes");
     return false;
   }
-  const SharedCandidate& c = candidates[best_index];
-  ValueChoice& vc = at.values[s.index];
+  return true;
+}
+
+// The chosen candidate of a shared tile: its layout (and its transposed views'), its costed accesses
+// and the writer's copy.
+void Synthesizer::ApplyShared(Attempt& at, std::size_t i, int candidate) {
+  const SharedTile& tile = *tiles_[i];
+  const tile::Value& sv = V(tile.value);
+  Extent e = ExtentOf(sv);
+  int eb = ElementBytes(sv.dtype);
+  const SharedCandidate& c = tile.candidates[candidate];
+  const Scored& scored = *tile.scored[at.classes[i]][candidate];
+  ValueChoice& vc = at.values[tile.value.index];
   vc.shared = c.layout;
   vc.swizzle_mode = c.mode;
-  vc.pinned = shared_pins_[s.index].has_value();
+  vc.pinned = shared_pins_[tile.value.index].has_value();
   std::int64_t align = c.mode == layout::SwizzleMode::k128B ? 1024 : 128;
   vc.stage_bytes = (e.rows * e.cols * eb + align - 1) / align * align;
-  at.wavefronts += best->wavefronts;
-  for (auto& [op, access] : best->accesses) at.ops[op.index].accesses.push_back(access);
-  for (ValueId view : views) {  // the parent's layout with the modes swapped: the same bytes
+  at.wavefronts += scored.wavefronts;
+  for (const auto& [op, access] : scored.accesses) at.ops[op.index].accesses.push_back(access);
+  for (ValueId view : tile.views) {  // the parent's layout with the modes swapped: the same bytes
     const Layout& l = c.layout.layout();
     Layout swapped(IntTuple::Tuple({l.shape()[1], l.shape()[0]}), IntTuple::Tuple({l.stride()[1], l.stride()[0]}));
     ValueChoice& view_choice = at.values[view.index];
@@ -954,20 +1021,78 @@ bool Synthesizer::ChooseShared(Attempt& at, ValueId s) {
     view_choice.swizzle_mode = c.mode;
     view_choice.pinned = vc.pinned;
   }
-  if (write != nullptr) {
-    write->bytes = e.rows * e.cols * eb;
-    if (tma) {
-      RecordTmaWrite(*write, writer, c, e, eb);
-    } else {
-      write->copy = write_copy;
-      write->vector_bytes = write_bytes;
-      write->instruction = Instruction::Vector(
-          write_bytes == 16 ? InstructionKind::kCpAsyncCg : InstructionKind::kCpAsyncCa, write_bytes);
-      write->instructions_per_thread = write_copy->values();
-      at.instructions += write->instructions_per_thread * warps;
-    }
+  if (!tile.writer.valid()) return;
+  OpChoice& write = at.ops[tile.writer.index];
+  write.bytes = e.rows * e.cols * eb;
+  if (tile.tma) {
+    RecordTmaWrite(write, tile.writer, c, e, eb);
+  } else {
+    write.copy = tile.write_copy;
+    write.vector_bytes = tile.write_bytes;
+    write.instruction = Instruction::Vector(
+        tile.write_bytes == 16 ? InstructionKind::kCpAsyncCg : InstructionKind::kCpAsyncCa, tile.write_bytes);
+    write.instructions_per_thread = tile.write_copy->values();
   }
-  return true;
+}
+
+// The shared bytes of the reductions whose rows span several warps (their partial results).
+std::int64_t Synthesizer::Scratch(const Attempt& at) const {
+  std::int64_t scratch = 0;
+  for (OpId id : order_)
+    if (at.ops[id.index].shared_trip) {
+      const tile::Op& op = kernel_.Get(id);
+      scratch += ExtentOf(V(op.results[0])).rows * (kernel_.threads / 32) * 4;
+    }
+  return scratch;
+}
+
+// The stage counts a pipeline may have, most first: the default (3 on sm_80, 4 on sm_90a, or the
+// option's) down to 1.
+std::vector<int> Synthesizer::StageCounts() const {
+  std::vector<int> out;
+  for (int s = options_.stages.value_or(target_ == Target::Sm80 ? 3 : 4); s >= 1; --s) out.push_back(s);
+  return out;
+}
+
+// Step 4's space: every combination's instructions, registers and scratch, every shared tile's
+// candidates with their bytes and their wavefronts per class of readers' copies.
+Space Synthesizer::MakeSpace(const std::vector<std::optional<Attempt>>& attempts) const {
+  Space space;
+  space.shared_budget = SharedBudget(target_);
+  space.register_budget = RegisterBudget(target_);
+  space.stages = StageCounts();
+  for (const std::optional<Attempt>& at : attempts) {
+    SpaceCombo& combo = space.combos.emplace_back();
+    if (!at) continue;
+    combo.feasible = true;
+    combo.instructions = at->instructions;
+    combo.registers = at->registers;
+    combo.scratch = at->scratch;
+  }
+  bool unaligned_before = false;  // whether an earlier tile may end off a 1024-byte boundary
+  for (std::size_t i = 0; i < shared_.size(); ++i) {
+    const SharedTile& tile = *tiles_[i];
+    const tile::Value& sv = V(tile.value);
+    SpaceTile& st = space.tiles.emplace_back();
+    st.pipelined = loop_of_[sv.def.index].valid();
+    for (const std::optional<Attempt>& at : attempts) st.class_of.push_back(at ? at->classes[i] : -1);
+    for (const auto& row : tile.scored) {
+      auto& out = st.wavefronts.emplace_back();
+      for (const auto& sc : row) out.push_back(sc ? std::optional<std::int64_t>(sc->wavefronts) : std::nullopt);
+    }
+    Extent e = ExtentOf(sv);
+    bool unaligned = false;
+    for (const SharedCandidate& c : tile.candidates) {
+      // As Finish lays them out: 128-byte aligned, 1024 for the 128-byte swizzle.
+      std::int64_t align = c.mode == layout::SwizzleMode::k128B ? 1024 : 128;
+      std::int64_t bytes = (e.rows * e.cols * ElementBytes(sv.dtype) + align - 1) / align * align;
+      st.bytes.push_back(bytes);
+      st.padding.push_back(align == 1024 && unaligned_before ? 1024 - 128 : 0);
+      unaligned = unaligned || bytes % 1024 != 0;
+    }
+    unaligned_before = unaligned_before || unaligned;
+  }
+  return space;
 }
 
 bool Synthesizer::ReadsProducts() const {
@@ -985,19 +1110,12 @@ bool Synthesizer::ReadsProducts() const {
   return false;
 }
 
-// Stages within the shared-memory budget, offsets, descriptors, registers, and the plan's summary.
-void Synthesizer::Finish(Attempt& at, Plan& plan) {
-  int default_stages = options_.stages.value_or(target_ == Target::Sm80 ? 3 : 4);
-  std::vector<ValueId> shared;  // transposed views take no memory of their own
-  for (OpId id : order_)
-    for (ValueId r : kernel_.Get(id).results)
-      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r)) shared.push_back(r);
-  std::int64_t scratch = 0;
-  for (OpId id : order_)
-    if (at.ops[id.index].shared_trip) {
-      const tile::Op& op = kernel_.Get(id);
-      scratch += ExtentOf(V(op.results[0])).rows * (kernel_.threads / 32) * 4;
-    }
+// The chosen stages laid out (offsets), the budgets checked, descriptors, registers, and the plan's
+// summary.
+void Synthesizer::Finish(Attempt& at, Plan& plan, int stages) {
+  int default_stages = StageCounts().front();
+  const std::vector<ValueId>& shared = shared_;  // transposed views take no memory of their own
+  std::int64_t scratch = Scratch(at);
   auto total = [&](int stages) {
     std::int64_t offset = 0;
     for (ValueId s : shared) {
@@ -1010,8 +1128,6 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
     }
     return offset + scratch;
   };
-  int stages = default_stages;
-  while (stages > 1 && total(stages) > SharedBudget(target_)) --stages;
   std::int64_t bytes = total(stages);
   bool pipelined = false;
   for (ValueId s : shared) pipelined |= at.values[s.index].stages > 1 || loop_of_[V(s).def.index].valid();
@@ -1093,7 +1209,6 @@ void Synthesizer::Finish(Attempt& at, Plan& plan) {
     if (d.ok()) oc.desc_b = *d;
   }
 
-  Stream(at);
   Peak peak = EstimateRegisters(at);
   plan.registers_per_thread = static_cast<int>(peak.registers + 16);
   if (plan.registers_per_thread > RegisterBudget(target_)) {
@@ -1276,8 +1391,7 @@ Synthesizer::Peak Synthesizer::EstimateRegisters(const Attempt& at) const {
   return peak;
 }
 
-Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
-  auto start = std::chrono::steady_clock::now();
+bool Synthesizer::Tabulate() {
   std::size_t nv = kernel_.values.size();
   loop_of_.assign(kernel_.ops.size(), OpId());
   uses_.assign(nv, {});
@@ -1286,7 +1400,7 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
   wgmma_smem_operand_.assign(nv, false);
   if (kernel_.threads <= 0 || kernel_.threads % 32 != 0) {
     Error(DiagnosticKind::SynthThreads, kernel_.span, kernel_.threads, "warps of 32 threads");
-    return errors_;
+    return false;
   }
   enclosing_.assign(kernel_.ops.size(), OpId());
   Walk(kernel_.body, OpId(), OpId());
@@ -1314,51 +1428,86 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
               "tiles of rank " + std::to_string(v.shape.size()) + " or with symbolic extents (`" + ShapeText(v) + "`)");
     }
   }
-  if (!errors_.empty()) return errors_;
+  if (!errors_.empty()) return false;
   CheckMmas();
   EvaluatePins();
-  if (!errors_.empty()) return errors_;
+  if (!errors_.empty()) return false;
   BuildEdges();
 
-  // Step 4: every combination of tilings (a mixed-radix counter), in a fixed order.
+  for (OpId id : order_)
+    for (ValueId r : kernel_.Get(id).results)
+      if (V(r).space == tile::Space::Shared && !TransposedParent(kernel_, r)) shared_.push_back(r);
+  tiles_.assign(shared_.size(), std::nullopt);
+
+  // Step 4: every combination of tilings (a mixed-radix counter), in a fixed order, evaluated and
+  // its shared tiles' candidates costed; then the choice (choose.h) over the tabulated space.
   std::vector<int> combo(mmas_.size(), 0);
-  std::optional<Attempt> best;
+  std::vector<std::optional<Attempt>>& attempts = attempts_;
   std::optional<Diagnostic> first_conflict;
-  std::int64_t candidates = 0;
+  std::int64_t& candidates = candidates_;
   for (;;) {
     std::optional<Diagnostic> conflict;
     std::optional<Attempt> a = Evaluate(combo, conflict);
-    if (!errors_.empty()) return errors_;
+    if (!errors_.empty()) return false;
     if (a) {
       candidates += a->candidates;
-      if (!best || a->cost() < best->cost()) best = std::move(a);
     } else {
       ++candidates;
       if (!first_conflict) first_conflict = std::move(conflict);
     }
+    attempts.push_back(std::move(a));
     std::size_t i = 0;
     while (i < combo.size() && ++combo[i] == static_cast<int>(mmas_[i].tilings.size())) combo[i++] = 0;
     if (i == combo.size()) break;
   }
-  if (!best) {
+  if (std::none_of(attempts.begin(), attempts.end(), [](const auto& a) { return a.has_value(); })) {
     errors_.push_back(first_conflict ? *first_conflict
                                      : MakeDiagnostic(DiagnosticKind::SynthUnsupported, kernel_.span,
                                                       "this kernel: no combination of layouts works"));
-    return errors_;
+    return false;
   }
+  space_ = MakeSpace(attempts);
+  return true;
+}
+
+Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
+  auto start = std::chrono::steady_clock::now();
+  if (!Tabulate()) return errors_;
+  Space space = space_;
+  auto choose = [&](const Space& sp) -> std::optional<Choice> {
+    if (options_.chooser == Chooser::kSearch) return ChooseBySearch(sp);
+    std::string unknown;
+    std::optional<Choice> c = ChooseByZ3(sp, options_.session, unknown);
+    if (c || unknown.empty()) return c;
+    c = ChooseBySearch(sp);  // Z3 gave no answer within its limits: the search gives the optimum
+    if (c) c->status = unknown;
+    return c;
+  };
+  std::optional<Choice> choice = choose(space);
+  if (!choice) {  // nothing within the budgets: the best ignoring them, for Finish to say what exceeds
+    space.budgets = false;
+    choice = choose(space);
+  }
+  WEFT_CHECK(choice.has_value());
+  Attempt& best = *attempts_[choice->combo];
+  for (std::size_t i = 0; i < shared_.size(); ++i) ApplyShared(best, i, choice->candidates[i]);
+  WEFT_CHECK(best.wavefronts == choice->wavefronts && best.instructions == choice->instructions);
   Plan plan;
   plan.kernel = kernel_.name;
   plan.target = target_;
   plan.threads = kernel_.threads;
-  Finish(*best, plan);
+  Finish(best, plan, choice->stages);
   if (!errors_.empty()) return errors_;
-  plan.values = std::move(best->values);
-  plan.ops = std::move(best->ops);
-  plan.candidates = candidates;
-  plan.cost = best->cost();
-  plan.objective = "shared-memory wavefronts + warp instructions per execution: " + std::to_string(best->wavefronts) +
-                   " + " + std::to_string(best->instructions) + " = " + std::to_string(best->cost());
-  plan.optimal = true;
+  plan.values = std::move(best.values);
+  plan.ops = std::move(best.ops);
+  plan.candidates = candidates_;
+  plan.cost = best.cost();
+  plan.objective = "shared-memory wavefronts + warp instructions per execution: " + std::to_string(best.wavefronts) +
+                   " + " + std::to_string(best.instructions) + " = " + std::to_string(best.cost());
+  plan.optimal = choice->optimal;
+  plan.chooser = choice->chooser;
+  plan.chooser_status = choice->status;
+  plan.instructions = choice->instructions;
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plan;
 }
@@ -1367,6 +1516,13 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
 
 Result<Plan, std::vector<Diagnostic>> Synthesize(const tile::Kernel& kernel, Target target, const Options& options) {
   return Synthesizer(kernel, target, options).Run();
+}
+
+Result<Space, std::vector<Diagnostic>> TabulateSpace(const tile::Kernel& kernel, Target target,
+                                                     const Options& options) {
+  Synthesizer synthesizer(kernel, target, options);
+  if (!synthesizer.Tabulate()) return synthesizer.errors();
+  return synthesizer.space();
 }
 
 }  // namespace weft::synth

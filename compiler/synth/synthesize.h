@@ -12,9 +12,11 @@
 //   3. Realization: `regs` gets ldmatrix (x4/x2/x1, .trans for a K x N operand) when the Reg layout
 //      is ldmatrix-shaped, else the widest vector ld.shared; `shared` gets 16-byte cp.async spread
 //      coalesced over the threads (sm_80) or TMA boxes (sm_90a); `store` the widest st.global.
-//   4. Search: every combination of warp tilings, and for each shared tile every swizzle, costed by
-//      exact bank-conflict wavefronts of all its accesses plus instructions issued; exhaustive, so
-//      the result is optimal for that cost. Then stages within the shared-memory budget.
+//   4. Choice: every combination of warp tilings is evaluated, and for each shared tile every
+//      swizzle costed by the exact bank-conflict wavefronts of all its accesses (memoized per class of
+//      readers' copies), plus instructions issued; Z3 chooses a combination, a layout per shared tile
+//      and the stages within the shared-memory and register budgets, minimizing that cost
+//      (choose.h: a 0/1 integer program, lexicographic objective, proved optimal).
 #pragma once
 
 #include <optional>
@@ -22,6 +24,7 @@
 
 #include "base/result.h"
 #include "diagnostics/diagnostic.h"
+#include "synth/choose.h"
 #include "synth/plan.h"
 #include "tile/ir.h"
 
@@ -31,6 +34,11 @@ struct Options {
   // Copies of a tile loaded inside a `pipeline` (default: 3 on sm_80, 4 on sm_90a; fewer if the
   // shared-memory budget demands).
   std::optional<int> stages;
+  // Who chooses among the candidates: Z3 (the default), or the exhaustive search (the test oracle).
+  Chooser chooser = Chooser::kZ3;
+  // Z3's context; a fresh one for this call when null. The answer does not depend on it when Z3
+  // proves it optimal (the objective has one optimum).
+  solver::Session* session = nullptr;
 };
 
 // The shared-memory and register budgets of a target.
@@ -42,5 +50,10 @@ std::optional<Target> ParseTarget(std::string_view text);
 
 Result<Plan, std::vector<Diagnostic>> Synthesize(const tile::Kernel& kernel, Target target,
                                                  const Options& options = {});
+
+// Steps 1 to 3 and the candidate space of step 4, every cost tabulated, without choosing: what the
+// choosers (choose.h) choose from. The agreement test runs both on it.
+Result<Space, std::vector<Diagnostic>> TabulateSpace(const tile::Kernel& kernel, Target target,
+                                                     const Options& options = {});
 
 }  // namespace weft::synth

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <string>
 
 #include "layout/algebra.h"
 
@@ -258,8 +260,10 @@ VectorPlan FitVector(const TvLayout& reg, int element_bytes, int max_bytes) {
   return VectorPlan{element_bytes, 1, reg};
 }
 
-layout::Result<layout::BankConflicts> CountCopyConflicts(const TvLayout& copy, const layout::SwizzledLayout& smem,
-                                                         int element_bytes, int vector_bytes, int active_lanes) {
+namespace {
+
+layout::Result<layout::BankConflicts> CountUncached(const TvLayout& copy, const layout::SwizzledLayout& smem,
+                                                    int element_bytes, int vector_bytes, int active_lanes) {
   layout::BankConflicts total;
   std::int64_t threads = copy.threads();
   std::vector<layout::LaneAccess> lanes(32);
@@ -282,6 +286,30 @@ layout::Result<layout::BankConflicts> CountCopyConflicts(const TvLayout& copy, c
     }
   }
   return total;
+}
+
+}  // namespace
+
+// Memoized for the process: the same tiles recur across a program's kernels (and an agreement
+// test's), and counting replays every warp's accesses lane by lane. Keyed by the copy (its
+// layout: the atom and warp tiling's), the shared layout (shape and swizzle) and the access's
+// widths.
+layout::Result<layout::BankConflicts> CountCopyConflicts(const TvLayout& copy, const layout::SwizzledLayout& smem,
+                                                         int element_bytes, int vector_bytes, int active_lanes) {
+  static std::mutex mutex;
+  static std::map<std::string, layout::Result<layout::BankConflicts>> cache;
+  std::string key = layout::ToString(copy.layout) + " " + std::to_string(copy.rows) + "x" + std::to_string(copy.cols) +
+                    " " + layout::ToString(smem) + " " + std::to_string(element_bytes) + " " +
+                    std::to_string(vector_bytes) + " " + std::to_string(active_lanes);
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  layout::Result<layout::BankConflicts> counted = CountUncached(copy, smem, element_bytes, vector_bytes, active_lanes);
+  std::lock_guard lock(mutex);
+  if (cache.size() >= 1 << 16) cache.clear();  // a bound on the memory, far above any program's tiles
+  cache.emplace(std::move(key), counted);
+  return counted;
 }
 
 }  // namespace weft::synth

@@ -1,0 +1,217 @@
+// The choosers (synth/choose.h) agree: on every kernel of the stdlib, the examples, the GPU test
+// programs and the lit tests, on sm_80 and sm_90a, Z3's optimizer proves an answer whose objective
+// values (cost, then warp instructions, then stages) equal the exhaustive search's optimum, with the
+// budgets and without. Costs are compared, not candidates. Also small spaces built by hand, where
+// the optimum is known: pair costs, misaligned pairs, the shared budget against stages, and the
+// register budget.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "check/check.h"
+#include "solver/optimize.h"
+#include "syntax/parser.h"
+#include "synth/choose.h"
+#include "synth/synthesize.h"
+#include "tile/lower.h"
+
+namespace weft::synth {
+namespace {
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every .weft file under the directories that holds a kernel (lit tests: their `--` lines are
+// comments to the parser too).
+std::vector<std::filesystem::path> KernelFiles() {
+  std::vector<std::filesystem::path> out;
+  for (const char* dir : {"stdlib", "examples", "tests/gpu/programs", "tests/lit"}) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(std::filesystem::path(WEFT_SOURCE_DIR) / dir)) {
+      if (entry.path().extension() != ".weft") continue;
+      if (ReadFile(entry.path()).find("kernel ") == std::string::npos) continue;
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The kernels of a file that check and lower (files that do not, and error tests, give none).
+std::vector<tile::Kernel> Kernels(const std::filesystem::path& path) {
+  SourceManager sources;
+  Diagnostics diagnostics;
+  FileId file = sources.Add(path.string(), ReadFile(path));
+  syntax::Ast ast = syntax::Parse(sources, file, diagnostics);
+  std::vector<tile::Kernel> out;
+  if (diagnostics.has_errors()) return out;
+  check::CheckOptions options;
+  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
+  check::CheckResult result = check::Check(sources, ast, diagnostics, options);
+  if (diagnostics.has_errors()) return out;
+  for (const core::Def& def : result.module.defs()) {
+    if (!tile::IsKernel(def)) continue;
+    if (auto k = tile::Lower(result.module, result.vars, def)) out.push_back(std::move(*k));
+  }
+  return out;
+}
+
+// Z3 and the search on one space: both find an answer or neither does; Z3's is proved optimal and
+// its objective values are the search's.
+void CheckAgree(const Space& space, solver::Session& session, const std::string& what) {
+  INFO(what << (space.budgets ? "" : " (budgets off)"));
+  std::optional<Choice> search = ChooseBySearch(space);
+  std::string unknown;
+  std::optional<Choice> z3 = ChooseByZ3(space, &session, unknown);
+  CHECK(unknown.empty());
+  REQUIRE(search.has_value() == z3.has_value());
+  if (!search) return;
+  CHECK(z3->optimal);
+  CHECK(Feasible(space, *z3));
+  CHECK(z3->cost == search->cost);
+  CHECK(z3->instructions == search->instructions);
+  CHECK(z3->stages == search->stages);
+}
+
+TEST_CASE("Z3's optimum costs what the exhaustive search's does, on every kernel and both targets", "[synth][choose]") {
+  int spaces = 0, files = 0;
+  for (const std::filesystem::path& path : KernelFiles()) {
+    std::vector<tile::Kernel> kernels = Kernels(path);
+    files += !kernels.empty();
+    for (const tile::Kernel& kernel : kernels) {
+      for (Target target : {Target::Sm80, Target::Sm90a}) {
+        auto space = TabulateSpace(kernel, target);
+        if (!space) continue;  // an error test, or a kernel for the other target
+        std::string what = path.string() + ": " + kernel.name + " on " + std::string(Spelling(target));
+        solver::Session session;  // one a kernel: the answer is the kernel's alone
+        CheckAgree(*space, session, what);
+        space->budgets = false;
+        CheckAgree(*space, session, what);
+        ++spaces;
+      }
+    }
+  }
+  // The stdlib's gemms and attentions, the examples' and the lit tests' kernels: well over a hundred.
+  CHECK(files >= 40);
+  CHECK(spaces >= 100);
+}
+
+TEST_CASE("Synthesize with either chooser gives plans of the same cost, and says which chose", "[synth][choose]") {
+  for (const char* file : {"stdlib/gemm.weft", "stdlib/attention.weft"}) {
+    for (const tile::Kernel& kernel : Kernels(std::filesystem::path(WEFT_SOURCE_DIR) / file)) {
+      for (Target target : {Target::Sm80, Target::Sm90a}) {
+        INFO(file << ": " << kernel.name << " on " << Spelling(target));
+        Options z3_options, search_options;
+        search_options.chooser = Chooser::kSearch;
+        auto z3 = Synthesize(kernel, target, z3_options);
+        auto search = Synthesize(kernel, target, search_options);
+        REQUIRE(z3.ok() == search.ok());
+        if (!z3) continue;
+        CHECK(z3->chooser == Chooser::kZ3);
+        CHECK(z3->optimal);
+        CHECK(search->chooser == Chooser::kSearch);
+        CHECK(z3->cost == search->cost);
+        CHECK(z3->instructions == search->instructions);
+        CHECK(z3->shared_bytes == search->shared_bytes);
+      }
+    }
+  }
+}
+
+// A space of two combinations and one tile of three candidates, the tile's wavefronts depending on
+// the combination's class.
+Space Small() {
+  Space space;
+  space.shared_budget = 1000;
+  space.register_budget = 255;
+  space.stages = {3, 2, 1};
+  space.combos = {SpaceCombo{true, 100, 64, 0}, SpaceCombo{true, 90, 64, 0}};
+  SpaceTile tile;
+  tile.class_of = {0, 1};
+  tile.wavefronts = {{50, 20, 20}, {50, 40, std::nullopt}};
+  tile.bytes = {100, 100, 200};
+  tile.padding = {0, 0, 0};
+  tile.pipelined = true;
+  space.tiles = {tile};
+  return space;
+}
+
+TEST_CASE("hand-built spaces: pair costs, misaligned pairs, budgets and the index order", "[synth][choose]") {
+  solver::Session session;
+  auto both = [&](const Space& space) {
+    std::optional<Choice> search = ChooseBySearch(space);
+    std::string unknown;
+    std::optional<Choice> z3 = ChooseByZ3(space, &session, unknown);
+    REQUIRE(search.has_value() == z3.has_value());
+    if (search) {
+      // The objective has one optimum: the same candidates, not only the same cost.
+      CHECK(z3->combo == search->combo);
+      CHECK(z3->candidates == search->candidates);
+      CHECK(z3->stages == search->stages);
+      CHECK(z3->optimal);
+    }
+    return z3;
+  };
+  SECTION("the cheapest pair: combination 0 with candidate 1 (120) beats combination 1 with 1 (130)") {
+    auto c = both(Small());
+    REQUIRE(c);
+    CHECK(c->combo == 0);
+    CHECK(c->candidates == std::vector<int>{1});  // candidate 2 ties at 120 but comes later
+    CHECK(c->cost == 120);
+    CHECK(c->stages == 3);  // 300 bytes of 1000
+  }
+  SECTION("a misaligned pair is excluded, and a cheaper combination's pair wins") {
+    Space space = Small();
+    space.tiles[0].wavefronts = {{50, 45, 45}, {50, 20, std::nullopt}};
+    auto c = both(space);
+    REQUIRE(c);
+    CHECK(c->combo == 1);
+    CHECK(c->candidates == std::vector<int>{1});
+    CHECK(c->cost == 110);
+  }
+  SECTION("the shared budget lowers the stages before it raises the cost") {
+    Space space = Small();
+    space.shared_budget = 250;
+    auto c = both(space);
+    REQUIRE(c);
+    CHECK(c->cost == 120);
+    CHECK(c->stages == 2);
+    space.shared_budget = 150;  // one stage of 100 bytes, not of 200
+    c = both(space);
+    REQUIRE(c);
+    CHECK(c->stages == 1);
+    CHECK(c->candidates == std::vector<int>{1});
+    space.shared_budget = 50;
+    CHECK_FALSE(both(space));
+    space.budgets = false;
+    c = both(space);
+    REQUIRE(c);
+    CHECK(c->stages == 1);  // the fewest, to report what exceeds the budget
+  }
+  SECTION("the register budget rules a combination out") {
+    Space space = Small();
+    space.combos[0].registers = 300;
+    auto c = both(space);
+    REQUIRE(c);
+    CHECK(c->combo == 1);
+    CHECK(c->cost == 130);
+  }
+  SECTION("ties in cost go to fewer instructions, then the earlier combination") {
+    Space space = Small();
+    space.tiles[0].wavefronts = {{10, 10, 10}, {20, 20, 20}};  // 110 either way
+    auto c = both(space);
+    REQUIRE(c);
+    CHECK(c->combo == 1);  // 90 instructions against 100
+    CHECK(c->candidates == std::vector<int>{0});
+  }
+}
+
+}  // namespace
+}  // namespace weft::synth
