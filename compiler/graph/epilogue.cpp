@@ -25,8 +25,8 @@ namespace weft::graph {
 
 bool TransposedOperand(const Graph& graph, NodeId b) {
   const Node& view = graph.Get(b);
-  // Only bf16 has an `_nt` tile (stdlib/gemm.weft's gemm_bf16_nt).
-  if (view.kind != Kind::View || view.fn != "transpose" || view.dtype != Dtype::BF16 ||
+  // bf16 and f16 have `_nt` tiles (stdlib/gemm.weft's gemm_bf16_nt, gemm_f16_nt).
+  if (view.kind != Kind::View || view.fn != "transpose" || (view.dtype != Dtype::BF16 && view.dtype != Dtype::F16) ||
       graph.Get(view.args[0]).kind == Kind::View)
     return false;
   std::size_t users = 0;

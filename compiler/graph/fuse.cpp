@@ -313,8 +313,8 @@ class Fuser {
       return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
     GemmRoute route;
     std::string in(Spelling(a.dtype));
-    // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k] (bf16
-    // only); any other view operand is copied to a dense row-major tensor, visibly.
+    // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k]; any
+    // other view operand is read in place or copied to a dense row-major tensor, visibly.
     bool nt = TransposedOperand(g_, mm.args[1]);
     auto operand = [&](const char* which, NodeId x) {
       std::string why;
@@ -325,8 +325,6 @@ class Fuser {
         if (!read->when.empty())
           route.copies[x.index] = CopyWhy(which, x) + "; read in place instead where its alignment holds at run time";
         route.in_place.push_back(std::move(*read));
-      } else if (std::string_view(which) == "b" && Get(x).fn == "transpose" && a.dtype != Dtype::BF16) {
-        route.copies[x.index] = "a copy: b is transposed, and no stdlib gemm_" + in + "_nt reads it";
       } else {
         route.copies[x.index] = CopyWhy(which, x) + why;
       }

@@ -17,6 +17,7 @@ KERNELS = [  # (file, kernel, a dtype, b stored transposed, out dtype)
     ("stdlib/gemm.weft", "gemm_bf16", "bf16", False, "f32"),
     ("stdlib/gemm.weft", "gemm_f16", "f16", False, "f32"),
     ("stdlib/gemm.weft", "gemm_bf16_nt", "bf16", True, "f32"),
+    ("stdlib/gemm.weft", "gemm_f16_nt", "f16", True, "f32"),
     ("examples/gemm_kernel.weft", "gemm", "bf16", False, "bf16"),
 ]
 SIZES = [(256, 256, 256), (512, 384, 1024), (2048, 2048, 1024)]  # (m, n, k); the last is timed
