@@ -228,16 +228,44 @@ std::optional<Choice> ChooseByZ3(const Space& space, solver::Session* session, s
     stages.clear();
     for (std::size_t i = 0; i < w.size(); ++i) stages.push_back({static_cast<std::int64_t>(w.size() - 1 - i), w[i]});
   }
-  p.Minimize(cost);
-  p.Minimize(instructions);
-  p.Minimize(stages);
-  p.Minimize(combo_index);
+  // The objective's terms in lexicographic order, each with its range (a bound on its value, plus
+  // one): cost, instructions, stages, the combination, each tile's candidate. Consecutive terms are
+  // digits of one mixed-radix number where that fits in 62 bits: one objective where there would be
+  // several (Z3 takes about a millisecond an objective), the same order.
+  std::int64_t most_instructions = 0, most_wavefronts = 0;
+  for (int k = 0; k < static_cast<int>(space.combos.size()); ++k)
+    if (x[k] >= 0) most_instructions = std::max(most_instructions, space.combos[k].instructions);
+  for (const SpaceTile& tile : space.tiles) {
+    std::int64_t most = 0;
+    for (const auto& row : tile.wavefronts)
+      for (const auto& wf : row) most = std::max(most, wf.value_or(0));
+    most_wavefronts += most;
+  }
+  std::vector<std::pair<std::int64_t, std::vector<LinearTerm>>> digits;  // (range, value)
+  digits.push_back({most_instructions + most_wavefronts + 1, cost});
+  digits.push_back({most_instructions + 1, instructions});
+  digits.push_back({static_cast<std::int64_t>(w.size()), stages});
+  digits.push_back({static_cast<std::int64_t>(space.combos.size()), combo_index});
   for (std::size_t s = 0; s < n; ++s) {
     std::vector<LinearTerm> index;
     for (int c : kept[s])
       if (c) index.push_back({c, z[s][c]});
-    p.Minimize(index);
+    digits.push_back({space.tiles[s].candidates(), index});
   }
+  // Groups from the least significant digit up, each within 62 bits.
+  std::vector<std::vector<LinearTerm>> objectives;
+  std::int64_t weight = 1;
+  const std::int64_t limit = std::int64_t{1} << 62;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    std::int64_t range = std::max<std::int64_t>(1, it->first);
+    if (objectives.empty() || weight > limit / range) {
+      objectives.emplace_back();
+      weight = 1;
+    }
+    for (const LinearTerm& t : it->second) objectives.back().push_back({t.coefficient * weight, t.var});
+    weight *= range;
+  }
+  for (auto it = objectives.rbegin(); it != objectives.rend(); ++it) p.Minimize(*it);
 
   solver::OptimizeOptions options;
   options.timeout_ms = 10'000;

@@ -5,12 +5,14 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <sstream>
 
 #include "base/source.h"
 #include "layout/algebra.h"
+#include "solver/optimize.h"
 #include "synth/choose.h"
 #include "synth/tiling.h"
 
@@ -1477,7 +1479,18 @@ Result<Plan, std::vector<Diagnostic>> Synthesizer::Run() {
   auto choose = [&](const Space& sp) -> std::optional<Choice> {
     if (options_.chooser == Chooser::kSearch) return ChooseBySearch(sp);
     std::string unknown;
-    std::optional<Choice> c = ChooseByZ3(sp, options_.session, unknown);
+    std::optional<Choice> c;
+    if (options_.session) {
+      c = ChooseByZ3(sp, options_.session, unknown);
+    } else {
+      // One Z3 context for the process (creating one costs more than solving a kernel's choice),
+      // never destroyed (Z3's own globals may be gone at exit). Its history cannot change a proved
+      // answer: the objective has one optimum.
+      static std::mutex mutex;
+      static solver::Session* shared = new solver::Session;
+      std::lock_guard lock(mutex);
+      c = ChooseByZ3(sp, shared, unknown);
+    }
     if (c || unknown.empty()) return c;
     c = ChooseBySearch(sp);  // Z3 gave no answer within its limits: the search gives the optimum
     if (c) c->status = unknown;

@@ -36,8 +36,8 @@ struct Options {
   std::optional<int> stages;
   // Who chooses among the candidates: Z3 (the default), or the exhaustive search (the test oracle).
   Chooser chooser = Chooser::kZ3;
-  // Z3's context; a fresh one for this call when null. The answer does not depend on it when Z3
-  // proves it optimal (the objective has one optimum).
+  // Z3's context; when null, one the process shares (synthesize.cpp). The answer does not depend on
+  // it when Z3 proves it optimal (the objective has one optimum).
   solver::Session* session = nullptr;
 };
 
