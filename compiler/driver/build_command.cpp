@@ -562,8 +562,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
   }
   const bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm;
   Checked c;
-  if (options.emit == Emit::Graph) {
-    // `main` as a dataflow graph and the kernels it fuses into (docs/graph.md).
+  if (options.emit == Emit::Graph || options.emit == Emit::Layouts) {
+    // `main` as a dataflow graph and the kernels it fuses into, or its values' layouts (docs/graph.md).
     CheckFile(options.inputs.front(), c);
     if (c.diagnostics.has_errors()) return Report(options, c.sources, c.diagnostics, err);
     const core::Def* main = MainOf(c);
@@ -578,7 +578,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
       return Report(options, c.sources, c.diagnostics, err);
     }
     for (const Diagnostic& d : planned->warnings) c.diagnostics.Add(d);
-    out << graph::Print(planned->graph, planned->plan, c.result->vars, c.sources);
+    out << (options.emit == Emit::Layouts ? graph::PrintLayouts : graph::Print)(planned->graph, planned->plan,
+                                                                                c.result->vars, c.sources);
     out.flush();
     return Report(options, c.sources, c.diagnostics, err);
   }

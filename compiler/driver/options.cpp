@@ -102,7 +102,7 @@ constexpr CommandInfo kCommands[] = {
      "usage: weft build FILE -o EXE [--target sm_90a|sm_80]\n"
      "       weft build --shared FILE -o libNAME.so [--target sm_90a|sm_80] [--instance 'NAME TYPE...']...\n"
      "       weft build FILE --emit=ptx|llvm [--kernel NAME] [--target sm_90a|sm_80]\n"
-     "       weft build FILE --emit=graph\n"
+     "       weft build FILE --emit=graph|layouts [--target sm_90a|sm_80]\n"
      "\n"
      "Checks FILE, synthesizes the layouts and instructions of each kernel `main` calls for the target,\n"
      "generates their device code through LLVM's NVPTX back end (docs/codegen.md) and `main`'s host\n"
@@ -124,6 +124,9 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=llvm       the same as LLVM IR (before optimization), and `main`'s host module\n"
      "  --emit=graph      print `main` as a dataflow graph, the kernels its operations fuse into and\n"
      "                    its device buffers (docs/graph.md)\n"
+     "  --emit=layouts    print each value's layout (row-major where stored, views strided over\n"
+     "                    them) and how each view a stdlib kernel reads is read: in place by which\n"
+     "                    kernels, or a copy and why, with the choice's predicted bytes\n"
      "  --kernel NAME     only this kernel of FILE (with --emit)\n"
      "  -w                no warnings (a product or attention left on a slow path is W0900, W0901)\n"
      "  --Werror          warnings are errors: nothing is built\n"
@@ -152,7 +155,8 @@ constexpr CommandInfo kCommands[] = {
 };
 
 bool EmitGiven(const Options& options) {
-  return options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
+  return options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph ||
+         options.emit == Emit::Layouts;
 }
 
 // Splits `--name=value` or takes the value from the next argument.
@@ -195,8 +199,10 @@ bool ParseEmit(Options& options, const std::string& value, std::string& error) {
     options.emit = Emit::Llvm;
   } else if (value == "graph") {
     options.emit = Emit::Graph;
+  } else if (value == "layouts") {
+    options.emit = Emit::Layouts;
   } else {
-    error = "unknown value `" + value + "` for --emit; expected `ptx`, `llvm` or `graph`";
+    error = "unknown value `" + value + "` for --emit; expected `ptx`, `llvm`, `graph` or `layouts`";
     return false;
   }
   return true;
@@ -308,10 +314,12 @@ bool CheckCombination(const Options& options, const std::string& first, std::str
     return false;
   }
   if (options.command == Command::Build) {
-    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph;
+    bool emit = options.emit == Emit::Ptx || options.emit == Emit::Llvm || options.emit == Emit::Graph ||
+                options.emit == Emit::Layouts;
     if (!emit && options.output.empty()) {
       error =
-          "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm|graph (device code, the dataflow graph); run "
+          "`weft build` needs -o EXE (an executable) or --emit=ptx|llvm|graph|layouts (device code, the dataflow "
+          "graph, the layouts); run "
           "`weft build --help`";
       return false;
     }

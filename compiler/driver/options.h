@@ -13,7 +13,7 @@ namespace weft::driver {
 
 enum class Command { None, Help, Version, Check, Layout, Run, Repl, Lsp, Simulate, Explain, Build, Call };
 
-enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx, Graph };
+enum class Emit { Types, Core, Tile, Ast, AstSexp, Llvm, Ptx, Graph, Layouts };
 
 struct Options {
   Command command = Command::None;

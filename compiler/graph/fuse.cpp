@@ -15,6 +15,7 @@
 #include "graph/epilogue.h"
 #include "graph/graph.h"
 #include "graph/layout.h"
+#include "solver/optimize.h"
 #include "weft/numerics.h"
 
 namespace weft::graph {
@@ -62,6 +63,7 @@ class Fuser {
   }
 
   Plan Run() {
+    ChooseViews();
     if (options_.stdlib_attention) MatchAttention();
     Group();
     // An attention pattern whose sizes the kernel does not take: its row kernel says why.
@@ -298,19 +300,27 @@ class Fuser {
   struct NoGemm {
     std::string why;
   };
+  // Why no stdlib gemm computes product `mm`, whatever its operands' layouts; nothing when one may.
+  std::optional<std::string> NoStdlibGemm(const Node& mm) const {
+    const Node& a = Get(mm.args[0]);
+    const Node& b = Get(mm.args[1]);
+    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16))
+      return std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) +
+             (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands";
+    // a: [..rows, k] with b: [k, n] is the product of a's rows flattened (one matrix of b for all):
+    // the kernel reads a dense a as [rows, k] and writes the result as [rows, n].
+    if (a.shape.size() < 2 || b.shape.size() != 2)
+      return std::string("batched: the stdlib gemm takes a matrix b (rank 2)");
+    if (!TileMayDivide(mm))
+      return std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes");
+    return std::nullopt;
+  }
+
   weft::Result<GemmRoute, NoGemm> StdlibGemm(NodeId id) const {
     const Node& mm = Get(id);
     const Node& a = Get(mm.args[0]);
     const Node& b = Get(mm.args[1]);
-    if (a.dtype != b.dtype || (a.dtype != Dtype::BF16 && a.dtype != Dtype::F16))
-      return NoGemm{std::string("no stdlib gemm takes ") + std::string(Spelling(a.dtype)) +
-                    (a.dtype == b.dtype ? "" : " and " + std::string(Spelling(b.dtype))) + " operands"};
-    // a: [..rows, k] with b: [k, n] is the product of a's rows flattened (one matrix of b for all):
-    // the kernel reads a dense a as [rows, k] and writes the result as [rows, n].
-    if (a.shape.size() < 2 || b.shape.size() != 2)
-      return NoGemm{std::string("batched: the stdlib gemm takes a matrix b (rank 2)")};
-    if (!TileMayDivide(mm))
-      return NoGemm{std::string("the stdlib tile (128 x 256 outputs, 64 deep) does not divide its sizes")};
+    if (std::optional<std::string> no = NoStdlibGemm(mm)) return NoGemm{*no};
     GemmRoute route;
     std::string in(Spelling(a.dtype));
     // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k]; any
@@ -350,6 +360,16 @@ class Fuser {
       if (read) why = "; read in place on sm_90a, whose kernels copy by TMA";
       return std::nullopt;
     }
+    // ChooseViews' choice: read in place by each of its readers, or copied, saying why.
+    if (auto choice = choice_of_.find(x.index); choice != choice_of_.end()) {
+      const ViewChoice& c = *choice->second;
+      if (!c.copied) return std::move(*read);
+      why = "; not read in place: " +
+            (c.why.empty() ? "one copy costs less than " + std::to_string(c.readers.size()) +
+                                 " kernels reading it through TMA maps of " + std::to_string(MapDims(*read)) + " dims"
+                           : c.why);
+      return std::nullopt;
+    }
     for (NodeId v = x, u = user; Get(v).kind == Kind::View; u = v, v = Get(v).args.at(0)) {
       if (users_[v.index].size() != 1 || users_[v.index][0] != u) {
         why = "; not read in place: another value reads it too";
@@ -361,6 +381,98 @@ class Fuser {
       return std::nullopt;
     }
     return std::move(*read);
+  }
+
+  static std::size_t MapDims(const InPlaceRead& read) {
+    std::size_t dims = 0;
+    for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
+    return dims;
+  }
+
+  // The predicted bytes of a value of `n`'s type, its sizes known only at run time taken as 4096
+  // (the cost model's guess; only the comparison between choices matters).
+  static std::int64_t PredictedBytes(const Node& n) {
+    auto bytes = core::Evaluate(Bytes(n), [](core::SizeVarId) { return std::int64_t{4096}; });
+    return bytes ? *bytes : std::int64_t{1} << 40;
+  }
+
+  // How each view that stdlib kernels read (a product's a or b, an attention's q, k or v; the top
+  // of its chain of views) is read, for all of them at once: a 0/1 variable per view, copied or
+  // read in place by every reader, in one integer program (compiler/solver) whose objective is the
+  // predicted bytes: a copy reads and writes the view once; a reader's TMA map of 3 or more dims
+  // costs about one more read of it (measured: the output projection of examples/llama_block.weft
+  // through a 3-D map takes 92.6 us where a dense one takes 87, a copy of its operand 8). A view
+  // that cannot be read in place (no map describes it, a value that needs it stored reads it, a
+  // view below it has another reader) is a copy. Views of one reader keep the rule that InPlace
+  // applies alone (in place where it can); several readers of one view may now share it in place.
+  // Only sm_90a's kernels read in place.
+  void ChooseViews() {
+    if (!options_.views_in_place) return;
+    std::map<std::uint32_t, std::vector<NodeId>> readers;  // view -> the stdlib operands' users
+    std::set<std::uint32_t> run_time;  // views an attention at run-time sizes reads (its parts' groups hold them)
+    if (options_.stdlib_attention) {
+      for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+        std::string why;
+        auto match = Attention(NodeId(static_cast<std::uint32_t>(i)), why);
+        if (!match) continue;
+        for (NodeId x : {match->q, match->k, match->v}) {
+          if (Get(x).kind != Kind::View) continue;
+          if (match->at_run_time) run_time.insert(x.index);
+          for (NodeId m : match->members)
+            if (std::count(Get(m).args.begin(), Get(m).args.end(), x) > 0) readers[x.index].push_back(m);
+        }
+      }
+    }
+    if (options_.stdlib_gemm) {
+      for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+        const Node& mm = g_.nodes[i];
+        if (mm.in_body || mm.kind != Kind::MatMul || NoStdlibGemm(mm)) continue;
+        if (Get(mm.args[0]).kind == Kind::View && Get(mm.args[0]).shape.size() == 2)
+          readers[mm.args[0].index].push_back(NodeId(static_cast<std::uint32_t>(i)));
+        if (Get(mm.args[1]).kind == Kind::View && !TransposedOperand(g_, mm.args[1]))
+          readers[mm.args[1].index].push_back(NodeId(static_cast<std::uint32_t>(i)));
+      }
+    }
+    solver::IntegerProgram program;
+    std::vector<solver::LinearTerm> bytes, copies;
+    for (auto& [index, rs] : readers) {
+      const NodeId x(index);
+      std::sort(rs.begin(), rs.end());
+      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+      ViewChoice choice{x, rs};
+      // Every reader of the view is one of those.
+      for (NodeId u : users_[x.index])
+        if (!std::binary_search(rs.begin(), rs.end(), u)) choice.why = "another value reads it too";
+      if (g_.result && *g_.result == x) choice.why = "`main` returns it";
+      for (NodeId v = Get(x).args.at(0); Get(v).kind == Kind::View; v = Get(v).args.at(0))
+        if (users_[v.index].size() != 1) choice.why = "a view below it has another reader";
+      auto read = ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype));
+      if (!read) choice.why = read.error();
+      if (read && rs.size() > 1 && !read->when.empty()) choice.why = "its alignment is known only at run time";
+      if (rs.size() > 1 && run_time.count(index)) choice.why = "an attention at run-time sizes reads it";
+      choice.copy_bytes = 2 * PredictedBytes(Get(x));
+      if (read && MapDims(*read) > 2) choice.map_bytes = static_cast<std::int64_t>(rs.size()) * PredictedBytes(Get(x));
+      // copied: copy_bytes; in place: map_bytes. The objective is their sum over views.
+      const int var = program.Var("copy_%" + std::to_string(index), choice.why.empty() ? 0 : 1, 1);
+      bytes.push_back({choice.copy_bytes - choice.map_bytes, var});
+      copies.push_back({1, var});
+      plan_.views.views.push_back(std::move(choice));
+    }
+    if (plan_.views.views.empty()) return;
+    program.Minimize(bytes);
+    program.Minimize(copies);  // on a tie, fewer copies
+    solver::OptimizeResult result = program.Solve();
+    plan_.views.status = std::string(solver::ToString(result.status));
+    const bool model =
+        result.status == solver::OptimizeStatus::kOptimal || result.status == solver::OptimizeStatus::kFeasible;
+    plan_.views.objective = 0;
+    for (std::size_t i = 0; i < plan_.views.views.size(); ++i) {
+      ViewChoice& choice = plan_.views.views[i];
+      // Without an answer (the solver's limits), the rule for one view alone: a copy where it must.
+      choice.copied = model ? result.values.at(i) != 0 : !choice.why.empty();
+      plan_.views.objective += choice.copied ? choice.copy_bytes : choice.map_bytes;
+      choice_of_[choice.view.index] = &choice;
+    }
   }
 
   // Why view `id`, operand `which` of a product, is copied for the stdlib gemm.
@@ -832,7 +944,8 @@ class Fuser {
   std::map<std::uint32_t, std::string> copies_;  // views a stdlib kernel reads dense: why
   std::vector<Alternative> alternatives_;        // attention kernels decided at run time
   std::set<std::uint32_t> own_buffer_;           // values that share no buffer
-  std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say
+  std::map<std::uint32_t, const ViewChoice*> choice_of_;  // ChooseViews' choice per view (in plan_.views)
+  std::map<std::uint32_t, std::size_t> read_until_;       // values read by a group its inputs do not say
 };
 
 }  // namespace

@@ -192,6 +192,24 @@ struct Buffer {
   std::vector<NodeId> holds;
 };
 
+// How the program reads a view that stdlib kernels read (docs/graph.md, "Choosing how views are
+// read"): in place by every one of its readers, or through one copy that all of them read. Chosen
+// for all such views at once, as one optimization (compiler/solver's IntegerProgram).
+struct ViewChoice {
+  NodeId view;
+  std::vector<NodeId> readers;  // the nodes that read it as a stdlib kernel's operand
+  bool copied = false;
+  std::string why;              // why it cannot be read in place (then it is copied), or empty
+  std::int64_t copy_bytes = 0;  // predicted bytes a copy moves (read and written once)
+  std::int64_t map_bytes = 0;   // predicted cost of its readers' TMA maps of 3 or more dims
+};
+
+struct ViewChoices {
+  std::vector<ViewChoice> views;
+  std::string status;          // the solver's answer: "optimal", "feasible" (not proved), ...
+  std::int64_t objective = 0;  // predicted bytes: copies' plus maps'
+};
+
 struct Plan {
   std::vector<Group> groups;           // in launch order
   std::vector<std::int64_t> group_of;  // per node: its group, -1 for a combiner's body
@@ -201,6 +219,7 @@ struct Plan {
   std::size_t Kernels() const;          // groups that are GPU kernels (not Host)
   // Attention patterns (their `@` node) left as products and a row kernel, and why.
   std::vector<std::pair<NodeId, std::string>> generic_attention;
+  ViewChoices views;  // sm_90a: how views that stdlib kernels read are read
 };
 
 struct FuseOptions {
@@ -232,6 +251,10 @@ std::vector<Diagnostic> SlowPaths(const Graph& graph, const Plan& plan);
 
 // The graph and its plan as text (`weft build --emit=graph`).
 std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);
+// Each value's layout, each view that stdlib kernels read and how (in place by which kernels, or a
+// copy and why), and the choice's objective (`weft build --emit=layouts`, docs/graph.md).
+std::string PrintLayouts(const Graph& graph, const Plan& plan, const core::VarStore& vars,
+                         const SourceManager& sources);
 
 // One line per kernel: its kind and the operations it fuses (`weft explain` of a program).
 std::string Summary(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources);

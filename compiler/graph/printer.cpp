@@ -1,5 +1,6 @@
 // The graph and its plan as text: `weft build --emit=graph` (Print) and `weft explain` (Summary).
 // docs/graph.md describes the format.
+#include <set>
 #include <sstream>
 
 #include "base/overloaded.h"
@@ -284,6 +285,54 @@ class Printer {
     return b < 0 ? "" : " -> b" + std::to_string(b);
   }
 
+  std::string PrintLayouts() {
+    Number();
+    std::ostringstream out;
+    out << "layouts of `main`:\n";
+    out << "values (row-major where stored, views over them):\n";
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.in_body || n.kind == Kind::String || n.kind == Kind::Save || n.kind == Kind::Print ||
+          n.kind == Kind::TimeBegin || n.kind == Kind::TimeEnd || n.kind == Kind::Kernel)
+        continue;
+      NodeId id(static_cast<std::uint32_t>(i));
+      const bool stored = plan_.buffer_of[i] >= 0;
+      if (n.kind != Kind::View && !stored) continue;  // in registers, or a host scalar
+      std::string line = "  " + Ref(id) + " : " + Type(n);
+      line += std::string(line.size() < 40 ? 40 - line.size() : 1, ' ');
+      if (n.kind == Kind::View) {
+        line += Layout(id) + ", a view of " + Ref(n.args.at(0));
+        if (stored) line += ", copied by " + Where(id) + Buffer(id);
+      } else {
+        line += "row-major, stored by " + Where(id) + Buffer(id);
+      }
+      out << line << "\n";
+    }
+    out << "views the stdlib kernels read (chosen on sm_90a; sm_80's kernels read copies):";
+    if (plan_.views.views.empty()) out << " none chosen";
+    out << "\n";
+    for (const ViewChoice& c : plan_.views.views) {
+      std::string readers;
+      std::set<std::string> seen;
+      for (NodeId r : c.readers) {
+        std::string where = Where(r);
+        if (seen.insert(where).second) readers += (readers.empty() ? "" : ", ") + where;
+      }
+      out << "  " << Ref(c.view) << " " << Layout(c.view) << ": ";
+      if (c.copied) {
+        out << "copied by " << Where(c.view) << ", read by " << readers << " ("
+            << (c.why.empty() ? "a copy costs less than the maps" : c.why) << ")";
+      } else {
+        out << "read in place by " << readers;
+      }
+      out << "; copy " << c.copy_bytes << " bytes, maps " << c.map_bytes << "\n";
+    }
+    if (!plan_.views.views.empty())
+      out << "objective: " << plan_.views.objective << " predicted bytes (sizes known at run time taken as 4096), "
+          << plan_.views.status << "\n";
+    return out.str();
+  }
+
   std::string Print() {
     Number();
     std::ostringstream out;
@@ -368,6 +417,11 @@ class Printer {
 
 std::string Print(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources) {
   return Printer(graph, plan, vars, sources).Print();
+}
+
+std::string PrintLayouts(const Graph& graph, const Plan& plan, const core::VarStore& vars,
+                         const SourceManager& sources) {
+  return Printer(graph, plan, vars, sources).PrintLayouts();
 }
 
 std::string Summary(const Graph& graph, const Plan& plan, const core::VarStore& vars, const SourceManager& sources) {
