@@ -14,6 +14,9 @@
 //     those over run-time sizes (in `main`) become run-time checks.
 //  5. Leave the level and generalize: functions are quantified over what is left free, values
 //     (definitions without parameters) are not, and their element types default (f32, i32).
+//  6. Elaborate to the core IR, then infer layouts on it (layouts.cpp, docs/layouts.md): a layout
+//     variable per parameter, views as layout expressions over them, `row` for every value that
+//     owns its data; at a call, the arguments' layouts substituted into the callee's.
 #pragma once
 
 #include <memory>
@@ -38,6 +41,9 @@ struct CheckedDef {
   bool ok = true;  // false when its body had errors; its signature may still be known
   Scheme scheme;
   std::vector<RuntimeCheck> runtime_checks;
+  // The views its body reads whose layouts are known: its own, and its callees' at its calls
+  // (`weft check --layouts` prints them; in `main` every view is known).
+  std::vector<LayoutFact> views;
 };
 
 struct CheckResult {
@@ -63,9 +69,13 @@ const std::vector<std::string>& BuiltinNames();
 // The operations only a kernel's body can name (`block_idx`, `tile`, `mma`, ...; check/kernel.cpp).
 const std::vector<std::string>& KernelOpNames();
 
-// `name : type`, as `weft check` prints it.
+// `name : type`, as `weft check` prints it; with `layouts`, each tensor's layout after its shape.
 std::string Signature(const CheckResult& result, const CheckedDef& def);
-std::string Signature(const VarStore& vars, const CheckedDef& def);
+std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts = false);
+// What `weft check --layouts` prints after a definition's signature: a line per view whose layout
+// is not known yet (`view 3:11 `transpose x` @ transpose 'l1`) and per view whose layout is
+// (`view 5:3 `heads q` -> 3:11 `transpose y` @ (4, 3):(1, 4)`).
+std::string LayoutLines(const SourceManager& sources, const VarStore& vars, const CheckedDef& def);
 
 class Checker;
 
@@ -79,7 +89,7 @@ class Session {
   std::vector<CheckedDef> Add(const syntax::Ast& ast);
   const core::Module& module() const;
   const VarStore& vars() const;
-  std::string Signature(const CheckedDef& def) const;
+  std::string Signature(const CheckedDef& def, bool layouts = false) const;
 
  private:
   std::unique_ptr<Checker> checker_;

@@ -6,6 +6,7 @@
 
 #include "base/stack.h"
 #include "check/checker.h"
+#include "core/array_layout.h"
 #include "syntax/parser.h"
 
 namespace weft::check {
@@ -28,6 +29,7 @@ struct VarMap {
   std::map<ElemVarId, ElemVarId> elems;
   std::map<ShapeVarId, ShapeVarId> shapes;
   std::map<SizeVarId, Dim> sizes;
+  std::map<LayoutVarId, LayoutVarId> layouts;
 };
 
 Dim SubstDim(const VarStore& vars, const Dim& dim, const VarMap& map) {
@@ -50,6 +52,18 @@ Shape SubstShape(const VarStore& vars, const Shape& shape, const VarMap& map) {
   return out;
 }
 
+LayoutRef SubstLayout(const VarStore& vars, const LayoutRef& layout, const VarMap& map) {
+  if (!layout) return layout;
+  LayoutMap m;
+  m.dim = [&](const Dim& d) { return SubstDim(vars, d, map); };
+  m.shape = [&](const Shape& s) { return SubstShape(vars, s, map); };
+  m.var = [&](LayoutVarId v) -> LayoutRef {
+    auto it = map.layouts.find(v);
+    return it == map.layouts.end() ? nullptr : VarLayout(it->second);
+  };
+  return MapLayout(layout, m);
+}
+
 TypeRef SubstType(const VarStore& vars, const TypeRef& type, const VarMap& map) {
   TypeRef t = vars.Resolve(type);
   return std::visit(
@@ -64,7 +78,7 @@ TypeRef SubstType(const VarStore& vars, const TypeRef& type, const VarMap& map) 
             auto it = map.elems.find(elem.var());
             if (it != map.elems.end()) elem = Elem{it->second};
           }
-          return MakeTensor(elem, SubstShape(vars, node.shape, map));
+          return MakeTensor(elem, SubstShape(vars, node.shape, map), SubstLayout(vars, node.layout, map));
         } else if constexpr (std::is_same_v<T, FunctionType>) {
           return MakeFunction(SubstType(vars, node.param, map), SubstType(vars, node.result, map));
         } else if constexpr (std::is_same_v<T, TupleType>) {
@@ -95,6 +109,15 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     // Flexible even in `main`: a call's sizes unify with its arguments'; what stays undecided there
     // becomes a run-time check when the obligations are discharged.
     map.sizes[v] = Dim::Var(vars_.NewSizeVar(VarKind::Flexible, vars_.info(v).name));
+  }
+  for (LayoutVarId v : scheme.quantified.layouts) map.layouts[v] = vars_.NewLayoutVar(vars_.info(v).name);
+  // The scheme's views over its parameters' layouts, as this call makes them (check/layouts.cpp
+  // substitutes the arguments' layouts when it meets the application).
+  if (!scheme.layouts.empty()) {
+    std::vector<LayoutFact>& facts = layout_instances_[SpanKey(call)];
+    facts.clear();
+    for (const LayoutFact& fact : scheme.layouts)
+      facts.push_back({SubstLayout(vars_, fact.layout, map), fact.span, fact.call});
   }
   // The callee's size names, for showing a clause as this call reads it.
   std::map<std::string, Dim> by_name;
@@ -190,7 +213,7 @@ TypeRef Checker::BindPattern(syntax::PatternId id, const TypeRef& type, Env& env
   elaboration_.pattern_types[id.index] = type;
   if (const auto* name = std::get_if<Name>(&p.node)) {
     Binding binding;
-    binding.scheme = generalize ? Generalize(type) : Scheme{type, {}, {}, {}};
+    binding.scheme = generalize ? Generalize(type) : Scheme{type, {}, {}, {}, {}};
     if (generalize) elaboration_.pattern_quantified[id.index] = binding.scheme.quantified;
     binding.span = site.valid() ? site : p.span;
     env.Push(name->name, std::move(binding));
@@ -222,6 +245,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   pending_.clear();
   late_.clear();
   runtime_checks_.clear();
+  layout_instances_.clear();
   elaboration_.Clear();
   int errors_before = diagnostics_.error_count();
   errors_at_start_ = errors_before;
@@ -278,7 +302,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
   scope_ = nullptr;
 
   if (def.params.empty()) DefaultElems(type);
-  checked.scheme = def.params.empty() ? Scheme{vars_.Resolve(type), {}, {}, {}} : Generalize(type);
+  checked.scheme = def.params.empty() ? Scheme{vars_.Resolve(type), {}, {}, {}, {}} : Generalize(type);
   checked.scheme.where = facts_;
   if (!def.where.empty()) checked.scheme.where_span = def.where.front().span.To(def.where.back().span);
   checked.runtime_checks = std::move(runtime_checks_);
@@ -289,6 +313,7 @@ void Checker::CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::ve
     module_.defs().back().ok = false;
     module_.defs().back().body = core::ExprId();
   }
+  InferLayouts(checked);
   Binding binding;
   binding.scheme = checked.scheme;
   Define(def.name.text, def.name.span, std::move(binding));
@@ -431,17 +456,17 @@ const VarStore& Session::vars() const {
   return checker_->vars_;
 }
 
-std::string Session::Signature(const CheckedDef& def) const {
-  return check::Signature(checker_->vars_, def);
+std::string Session::Signature(const CheckedDef& def, bool layouts) const {
+  return check::Signature(checker_->vars_, def, layouts);
 }
 
 std::string Signature(const CheckResult& result, const CheckedDef& def) {
   return Signature(result.vars, def);
 }
 
-std::string Signature(const VarStore& vars, const CheckedDef& def) {
+std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts) {
   // The classes, then the `where` conditions, after one `where` (docs/types.md, Reading `weft check`).
-  TypePrinter printer(vars);
+  TypePrinter printer(vars, layouts);
   std::string text = def.name + " : " + printer.PrintWithClasses(def.scheme.type);
   bool where = text.find(" where ") != std::string::npos;
   for (const DimFact& fact : def.scheme.where) {
@@ -450,6 +475,30 @@ std::string Signature(const VarStore& vars, const CheckedDef& def) {
     where = true;
   }
   return text;
+}
+
+}  // namespace weft::check
+
+namespace weft::check {
+
+std::string LayoutLines(const SourceManager& sources, const VarStore& vars, const CheckedDef& def) {
+  // Named as in the signature: the printer sees the type first.
+  TypePrinter printer(vars, true);
+  printer.Print(def.scheme.type);
+  auto where = [&](Span span) {
+    LineCol at = sources.Get(span.file).Locate(span.begin);
+    std::string text(sources.Text(span));
+    if (auto newline = text.find('\n'); newline != std::string::npos) text = text.substr(0, newline) + " ...";
+    return std::to_string(at.line) + ":" + std::to_string(at.column) + " `" + text + "`";
+  };
+  std::string out;
+  auto line = [&](const LayoutFact& fact) {
+    out += "  view " + (fact.call.valid() ? where(fact.call) + " -> " : "") + where(fact.span) + " @ " +
+           printer.Print(fact.layout) + "\n";
+  };
+  for (const LayoutFact& fact : def.scheme.layouts) line(fact);
+  for (const LayoutFact& fact : def.views) line(fact);
+  return out;
 }
 
 }  // namespace weft::check

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -111,6 +112,11 @@ struct LazyText {
   std::string str() const { return TypePrinter(*vars).Print(type); }
 };
 
+// A span as a map key.
+inline std::tuple<std::uint32_t, std::uint32_t, std::uint32_t> SpanKey(Span span) {
+  return {span.file.index, span.begin, span.end};
+}
+
 // The built-ins whose type is read from a shape argument written in place (`zeros [m, n]`).
 bool IsShapeBuiltin(std::string_view name);
 
@@ -201,6 +207,11 @@ class Checker {
   void Elaborate(const syntax::Def* def, const CheckedDef& checked);
   void ElaborateKernel(const syntax::KernelDecl& kernel, const CheckedDef& checked, const KernelContext& context);
 
+  // ---- layouts.cpp ----
+  // The layout stage (docs/layouts.md): the layouts of the definition's core IR (the last of
+  // module_), of its scheme and of the views it reads.
+  void InferLayouts(CheckedDef& checked);
+
   // ---- sizes_known.cpp ----
   // E0246 for each size the definition reads (as a value, a shape argument, a slice bound) that no
   // value's shape gives before it; false if there was one.
@@ -250,6 +261,9 @@ class Checker {
   std::vector<PendingBroadcast> pending_;
   std::vector<std::function<void()>> late_;  // checks that need the whole body inferred first
   std::vector<RuntimeCheck> runtime_checks_;
+  // The layout facts of the callees' schemes as each call (by the span of the callee's name)
+  // instantiated them; layouts.cpp substitutes the arguments' layouts.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::vector<LayoutFact>> layout_instances_;
   Elaboration elaboration_;      // of the definition being checked
   core::Module module_;          // every definition checked so far, elaborated
   syntax::ExprId current_expr_;  // the innermost expression being inferred

@@ -588,7 +588,7 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             Expect(MakeScalar(Dtype::I64), Infer(loop.bound), ast_->Get(loop.bound).span, "the trip count of `loop`");
             std::size_t mark = env_.Mark();
             BindPattern(loop.state, state, env_, false);
-            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}};
+            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}, {}};
             env_.Push(loop.counter.text, Binding{Binding::Kind::Value, counter, {}, loop.counter.span});
             Expect(state, Infer(loop.body), ast_->Get(loop.body).span, "the body of `loop` must give the next state");
             env_.Reset(mark);
@@ -600,7 +600,7 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             TypeRef state = Infer(pipeline.init);
             std::size_t mark = env_.Mark();
             BindPattern(pipeline.state, state, env_, false);
-            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}};
+            Scheme counter{MakeScalar(Dtype::I64), {}, {}, {}, {}};
             env_.Push(pipeline.counter.text, Binding{Binding::Kind::Value, counter, {}, pipeline.counter.span});
             Expect(state, Infer(pipeline.body), ast_->Get(pipeline.body).span,
                    "the body of `pipeline` must give the next state");

@@ -194,6 +194,7 @@ class Module {
   const Expr& Get(ExprId id) const { return exprs_[id.index]; }
   Expr& Mutable(ExprId id) { return exprs_[id.index]; }  // for elaboration to annotate a node it made
   const Pattern& Get(PatternId id) const { return patterns_[id.index]; }
+  Pattern& Mutable(PatternId id) { return patterns_[id.index]; }  // for the layout stage (check/layouts.cpp)
   std::size_t expr_count() const { return exprs_.size(); }
   std::size_t pattern_count() const { return patterns_.size(); }
 

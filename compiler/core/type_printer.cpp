@@ -1,5 +1,7 @@
 #include "core/type_printer.h"
 
+#include "core/array_layout.h"
+
 namespace weft::core {
 
 std::string TypePrinter::Unique(const std::string& wanted, const std::string& fresh_prefix, int& fresh_counter) {
@@ -13,8 +15,23 @@ std::string TypePrinter::Unique(const std::string& wanted, const std::string& fr
 
 // 'a .. 'z, then 'a1 ...; type and element-type variables share the sequence.
 std::string TypePrinter::NextLetter() {
-  int n = letters_++;
-  return "'" + std::string(1, static_cast<char>('a' + n % 26)) + (n >= 26 ? std::to_string(n / 26) : "");
+  while (true) {  // skipping a layout variable's name ('l1) already given
+    int n = letters_++;
+    std::string name = "'" + std::string(1, static_cast<char>('a' + n % 26)) + (n >= 26 ? std::to_string(n / 26) : "");
+    if (taken_.insert(name).second) return name;
+  }
+}
+
+std::string TypePrinter::Name(LayoutVarId var) {
+  auto [it, inserted] = layout_names_.emplace(var.index, "");
+  if (inserted) it->second = Unique("", "'l", fresh_layouts_);
+  return it->second;
+}
+
+std::string TypePrinter::Print(const LayoutRef& layout) {
+  return core::ToString(
+      vars_.Resolve(layout), [this](SizeVarId var) { return Name(var); },
+      [this](LayoutVarId var) { return Name(var); });
 }
 
 std::string TypePrinter::Name(TypeVarId var) {
@@ -75,9 +92,15 @@ std::string TypePrinter::TypeText(const TypeRef& type, bool parenthesize_functio
         } else if constexpr (std::is_same_v<T, TensorType>) {
           std::string elem = Print(node.elem);
           bool scalar = node.shape.before.empty() && !node.shape.spread;
+          std::string layout;
+          if (layouts_ && node.layout) {
+            layout = Print(node.layout);
+            if (scalar && layout == "row") layout.clear();
+            if (!layout.empty()) layout = " @ " + layout;
+          }
           // A scalar with a dtype prints as `f32`; with a variable as `'a[]`, since `'a` alone is a type variable.
-          if (scalar && !node.elem.is_var()) return elem;
-          return elem + Print(node.shape);
+          if (scalar && !node.elem.is_var()) return elem + layout;
+          return elem + Print(node.shape) + layout;
         } else if constexpr (std::is_same_v<T, FunctionType>) {
           // Named in order of appearance: the parameter before the result (`+` would not say which first).
           std::string param = TypeText(node.param, true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/array_layout.h"
 #include "diagnostics/diagnostic.h"
 
 namespace weft::core {
@@ -51,8 +52,8 @@ bool InClass(Dtype dtype, ElemClass cls) {
 TypeRef MakeVar(TypeVarId var) {
   return std::make_shared<const Type>(Type{VarType{var}});
 }
-TypeRef MakeTensor(Elem elem, Shape shape) {
-  return std::make_shared<const Type>(Type{TensorType{std::move(elem), std::move(shape)}});
+TypeRef MakeTensor(Elem elem, Shape shape, LayoutRef layout) {
+  return std::make_shared<const Type>(Type{TensorType{std::move(elem), std::move(shape), std::move(layout)}});
 }
 TypeRef MakeScalar(Dtype dtype) {
   return MakeTensor(Elem{dtype}, Shape{});
@@ -89,6 +90,21 @@ ShapeVarId VarStore::NewShapeVar(VarKind kind, std::string name, Span origin) {
 SizeVarId VarStore::NewSizeVar(VarKind kind, std::string name, Span origin) {
   sizes_.push_back({std::nullopt, kind, level_, std::move(name), origin});
   return SizeVarId(static_cast<std::uint32_t>(sizes_.size() - 1));
+}
+
+LayoutVarId VarStore::NewLayoutVar(std::string name) {
+  layouts_.push_back({std::move(name)});
+  return LayoutVarId(static_cast<std::uint32_t>(layouts_.size() - 1));
+}
+
+LayoutRef VarStore::Resolve(const LayoutRef& layout) const {
+  if (!layout || std::holds_alternative<Layout::NotStrided>(layout->node) ||
+      std::holds_alternative<Layout::Var>(layout->node))
+    return layout;
+  LayoutMap map;
+  map.dim = [this](const Dim& d) { return Resolve(d); };
+  map.shape = [this](const Shape& s) { return Resolve(s); };
+  return MapLayout(layout, map);
 }
 
 Elem VarStore::Resolve(const Elem& elem) const {
@@ -150,7 +166,7 @@ TypeRef VarStore::Resolve(const TypeRef& type) const {
           const TypeVarInfo& var = info(node.var);
           return var.binding ? Resolve(var.binding) : type;
         } else if constexpr (std::is_same_v<T, TensorType>) {
-          return MakeTensor(Resolve(node.elem), Resolve(node.shape));
+          return MakeTensor(Resolve(node.elem), Resolve(node.shape), Resolve(node.layout));
         } else if constexpr (std::is_same_v<T, FunctionType>) {
           return MakeFunction(Resolve(node.param), Resolve(node.result));
         } else if constexpr (std::is_same_v<T, TupleType>) {
@@ -192,6 +208,7 @@ void CollectFreeVars(const VarStore& vars, const TypeRef& type, FreeVars& out) {
         } else if constexpr (std::is_same_v<T, TensorType>) {
           if (node.elem.is_var()) AddOnce(out.elems, node.elem.var());
           CollectFreeVars(vars, node.shape, out);
+          CollectLayoutVars(node.layout, out.layouts);
         } else if constexpr (std::is_same_v<T, FunctionType>) {
           CollectFreeVars(vars, node.param, out);
           CollectFreeVars(vars, node.result, out);

@@ -10,6 +10,10 @@
 //   `(a, b)`, `()`           Tuple
 //   `a -> b`                 Function
 //   `string`                 String
+//
+// A tensor type also has a layout (core/array_layout.h, docs/layouts.md "Layouts in types"): which
+// element of its buffer each index reads. Shape inference leaves it unset; the checker's layout
+// stage (check/layouts.cpp) fills it in. Printing shows it only when asked (`weft check --layouts`).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@ namespace weft::core {
 using TypeVarId = TypedId<struct TypeVarTag>;
 using ElemVarId = TypedId<struct ElemVarTag>;
 using ShapeVarId = TypedId<struct ShapeVarTag>;
+using LayoutVarId = TypedId<struct LayoutVarTag>;
 
 // A class on an element type: `num` (any dtype but bool), `float` (f8 to f64) or `int` (i4 to u64).
 // Float and int imply num; no dtype is both.
@@ -62,6 +67,8 @@ struct Shape {
 
 struct Type;
 using TypeRef = std::shared_ptr<const Type>;
+struct Layout;  // core/array_layout.h
+using LayoutRef = std::shared_ptr<const Layout>;
 
 struct VarType {
   TypeVarId var;
@@ -69,6 +76,7 @@ struct VarType {
 struct TensorType {
   Elem elem;
   Shape shape;
+  LayoutRef layout;  // null: not inferred (yet); see core/array_layout.h
 };
 struct FunctionType {
   TypeRef param;
@@ -84,7 +92,7 @@ struct Type {
 };
 
 TypeRef MakeVar(TypeVarId var);
-TypeRef MakeTensor(Elem elem, Shape shape);
+TypeRef MakeTensor(Elem elem, Shape shape, LayoutRef layout = nullptr);
 TypeRef MakeScalar(Dtype dtype);
 TypeRef MakeFunction(TypeRef param, TypeRef result);
 // a -> b -> ... -> result
@@ -111,6 +119,9 @@ class VarStore {
   ElemVarId NewElemVar(ElemClass cls = ElemClass::None, std::string name = "");
   ShapeVarId NewShapeVar(VarKind kind = VarKind::Flexible, std::string name = "", Span origin = {});
   SizeVarId NewSizeVar(VarKind kind = VarKind::Flexible, std::string name = "", Span origin = {});
+  // A layout variable: the layout of a parameter (check/layouts.cpp). Layouts are not unified, so
+  // it has no binding: a call substitutes its arguments' layouts.
+  LayoutVarId NewLayoutVar(std::string name = "");
 
   struct TypeVarInfo {
     TypeRef binding;
@@ -137,6 +148,9 @@ class VarStore {
     std::string name;
     Span origin;
   };
+  struct LayoutVarInfo {
+    std::string name;  // the parameter's, for printing
+  };
 
   TypeVarInfo& info(TypeVarId v) { return types_[v.index]; }
   ElemVarInfo& info(ElemVarId v) { return elems_[v.index]; }
@@ -146,12 +160,14 @@ class VarStore {
   const ElemVarInfo& info(ElemVarId v) const { return elems_[v.index]; }
   const ShapeVarInfo& info(ShapeVarId v) const { return shapes_[v.index]; }
   const SizeVarInfo& info(SizeVarId v) const { return sizes_[v.index]; }
+  const LayoutVarInfo& info(LayoutVarId v) const { return layouts_[v.index]; }
 
   // Applying the bindings, deeply: the result mentions only unbound variables.
   TypeRef Resolve(const TypeRef& type) const;
   Elem Resolve(const Elem& elem) const;
   Shape Resolve(const Shape& shape) const;
   Dim Resolve(const Dim& dim) const;
+  LayoutRef Resolve(const LayoutRef& layout) const;  // its dims and shapes resolved
 
  private:
   int level_ = 0;
@@ -159,6 +175,7 @@ class VarStore {
   std::vector<ElemVarInfo> elems_;
   std::vector<ShapeVarInfo> shapes_;
   std::vector<SizeVarInfo> sizes_;
+  std::vector<LayoutVarInfo> layouts_;
 };
 
 // The resolved type of what a function of type `type` returns after `arity` arguments (a built-in's
@@ -171,6 +188,7 @@ struct FreeVars {
   std::vector<ElemVarId> elems;
   std::vector<ShapeVarId> shapes;
   std::vector<SizeVarId> sizes;
+  std::vector<LayoutVarId> layouts;
 };
 void CollectFreeVars(const VarStore& vars, const TypeRef& type, FreeVars& out);
 void CollectFreeVars(const VarStore& vars, const Shape& shape, FreeVars& out);
@@ -192,6 +210,15 @@ struct RuntimeCheck {
   std::string what;  // "the inner dimensions of `@`"
 };
 
+// A view of a layout that is not known yet (`transpose 'l` in a definition over its parameter's
+// layout 'l), where the definition's body makes it: kept in the scheme as `where` facts are, and
+// known at a call whose arguments' layouts are (check/layouts.cpp).
+struct LayoutFact {
+  LayoutRef layout;
+  Span span;  // the view
+  Span call;  // the call in this definition that brought a callee's view in (invalid for its own)
+};
+
 // A definition's type scheme: its type, the variables quantified in it, and its `where` facts
 // (which a caller must establish).
 struct Scheme {
@@ -199,6 +226,7 @@ struct Scheme {
   FreeVars quantified;
   std::vector<DimFact> where;
   Span where_span;
+  std::vector<LayoutFact> layouts;  // views over its parameters' layouts, in its body and its callees'
 };
 
 }  // namespace weft::core

@@ -81,7 +81,11 @@ ExitCode RunCheck(const Options& options) {
       }
       for (const check::CheckedDef& def : result.defs) {
         if (!def.ok || std::ranges::count(kernels.refused, def.name) > 0) continue;
-        std::cout << check::Signature(result, def) << "\n";
+        if (!options.layouts) {
+          std::cout << check::Signature(result, def) << "\n";
+          continue;
+        }
+        std::cout << check::Signature(result.vars, def, true) << "\n" << check::LayoutLines(sources, result.vars, def);
       }
       break;
     }

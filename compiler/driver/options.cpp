@@ -16,7 +16,7 @@ struct CommandInfo {
 
 constexpr CommandInfo kCommands[] = {
     {"check", Command::Check, "check FILE's types and shapes, print each definition's type",
-     "usage: weft check FILE [--emit=types|core|tile|ast|ast-sexp] [--color=auto|always|never]\n"
+     "usage: weft check FILE [--emit=types|core|tile|ast|ast-sexp] [--layouts] [--color=auto|always|never]\n"
      "\n"
      "Checks FILE (- for standard input), lowers its kernels to the tile IR, and reports every error\n"
      "in it (layout synthesis, which depends on the target, is `weft explain`'s).\n"
@@ -25,6 +25,8 @@ constexpr CommandInfo kCommands[] = {
      "  --emit=tile       print each kernel's tile IR: its ops with the space and shape of each value\n"
      "  --emit=ast        print the syntax tree as weft source (it parses back to the same tree)\n"
      "  --emit=ast-sexp   print the syntax tree as an S-expression, one form per node\n"
+     "  --layouts         with --emit=types: each tensor's layout after its shape, and a line per view\n"
+     "                    its body reads, with its layout (docs/layouts.md)\n"
      "  --color=WHEN      colour diagnostics: auto (default: when stderr is a terminal), always, never\n"},
     {"run", Command::Run, "run FILE's `def main`: on the GPU when there is one, else on the CPU interpreter",
      "usage: weft run FILE [--cpu | --gpu] [--color=auto|always|never] [-- ARGS...]\n"
@@ -259,6 +261,8 @@ bool ParseArgument(const std::vector<std::string>& args, std::size_t& i, Options
     options.no_warnings = true;
   } else if ((options.command == Command::Build || options.command == Command::Run) && arg == "--Werror") {
     options.warnings_as_errors = true;
+  } else if (options.command == Command::Check && args[i] == "--layouts") {
+    options.layouts = true;
   } else if (options.command == Command::Explain && args[i] == "--no-timings") {
     options.timings = false;
   } else if ((options.command == Command::Simulate || options.command == Command::Explain) &&

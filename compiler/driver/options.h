@@ -20,7 +20,8 @@ struct Options {
   std::vector<std::string> inputs;
   Emit emit = Emit::Types;
   ColorMode color = ColorMode::Auto;
-  bool help = false;  // `weft COMMAND --help`
+  bool help = false;     // `weft COMMAND --help`
+  bool layouts = false;  // `weft check --layouts`: types with their layouts (docs/layouts.md)
   // `weft layout`: the EXPR is inputs[0].
   bool table = false;             // --table: every coordinate -> offset
   bool grid = false;              // --grid: the offsets as a grid

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -122,7 +123,7 @@ struct CommandInfo {
 
 // In the order prefixes resolve: `:l` is `:load`, `:la` `:layout`.
 constexpr CommandInfo kReplCommands[] = {
-    {"type", "EXPR", "EXPR's most general type; nothing is evaluated"},
+    {"type", "EXPR", "EXPR's most general type; nothing is evaluated (`:type --layouts EXPR`: with layouts)"},
     {"load", "FILE", "check FILE and add its definitions (and its imports')"},
     {"reload", "", "load the files again, then redo the definitions made here"},
     {"browse", "", "the definitions in scope (loaded, imported, made here), with types"},
@@ -397,8 +398,8 @@ struct Repl::State {
     ast.decls().push_back(syntax::Decl{span, std::move(def)});
   }
 
-  std::string TypeText(const core::TypeRef& type) const {
-    core::TypePrinter printer(session->vars());
+  std::string TypeText(const core::TypeRef& type, bool layouts = false) const {
+    core::TypePrinter printer(session->vars(), layouts);
     return printer.PrintWithClasses(type);
   }
 
@@ -600,13 +601,27 @@ struct Repl::State {
            "a blank line ends it.\n";
   }
 
-  void Type(const std::string& text) {
+  void Type(std::string text) {
+    // `:type --layouts EXPR`: with each tensor's layout (docs/layouts.md, "Layouts in types"). An
+    // expression cannot start with `--`, which would begin a comment.
+    constexpr std::string_view kLayouts = "--layouts";
+    bool layouts = false;
+    if (std::string_view t = Trim(text);
+        t.starts_with(kLayouts) &&
+        (t.size() == kLayouts.size() || std::isspace(static_cast<unsigned char>(t[kLayouts.size()])))) {
+      layouts = true;
+      text = std::string(Trim(t.substr(kLayouts.size())));
+      if (text.empty()) {
+        Error("`:type --layouts` needs EXPR");
+        return;
+      }
+    }
     FileId file = AddInput(text);  // numbered as every input is, used or not
     // A name defined in this session is shown as `weft check` and `:browse` show it, `where` clause
     // included: checked again as an expression, its clause would be an obligation that nothing
     // discharges (E0221).
     if (const core::Def* def = DefinitionInScope(Trim(text))) {
-      out << SignatureOf(*def) << (def->ok ? "" : "  -- has errors") << "\n";
+      out << SignatureOf(*def, layouts) << (def->ok ? "" : "  -- has errors") << "\n";
       return;
     }
     int before = diagnostics.error_count();
@@ -622,7 +637,7 @@ struct Repl::State {
     if (defs.empty() || !defs.front().ok) return;
     core::TypeRef type = session->vars().Resolve(defs.front().scheme.type);
     const auto& function = std::get<core::FunctionType>(type->node);
-    out << OneLine(text) << " : " << TypeText(function.result) << "\n";
+    out << OneLine(text) << " : " << TypeText(function.result, layouts) << "\n";
   }
 
   // `:explain NAME [TARGET]`: lowers kernel NAME (loaded or defined here) to the tile IR and prints
@@ -724,8 +739,8 @@ struct Repl::State {
   }
 
   // `name : type`, with the classes and then the `where` clause, as `weft check` prints it.
-  std::string SignatureOf(const core::Def& def) const {
-    return session->Signature(check::CheckedDef{def.name, def.span, def.ok, def.scheme, {}});
+  std::string SignatureOf(const core::Def& def, bool layouts = false) const {
+    return session->Signature(check::CheckedDef{def.name, def.span, def.ok, def.scheme, {}, {}}, layouts);
   }
 
   void Browse() {

@@ -92,8 +92,8 @@ std::string OneLine(std::string_view text) {
   return out;
 }
 
-std::string Signature(const VarStore& vars, const core::Def& def) {
-  core::TypePrinter printer(vars);
+std::string Signature(const VarStore& vars, const core::Def& def, bool layouts = false) {
+  core::TypePrinter printer(vars, layouts);
   return def.name + " : " + printer.PrintWithClasses(def.scheme.type);
 }
 
@@ -766,7 +766,7 @@ std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
 
 // ---- Hover ----
 
-std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
+std::optional<HoverText> Hover(const Document& document, std::uint32_t offset, bool layouts) {
   Cursor cursor(document, offset);
   const Analysis& now = cursor.now();
   if (cursor.token) {
@@ -776,7 +776,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
       std::optional<Checked> checked = begin ? CheckedDecl(cursor.views, DeclName(*decl)->text, *begin) : std::nullopt;
       std::optional<Range> range = cursor.TokenRange();
       if (checked && range) {
-        return HoverText{CodeBlock(Signature(checked->view->analysis->result->vars, *checked->def)), *range};
+        return HoverText{CodeBlock(Signature(checked->view->analysis->result->vars, *checked->def, layouts)), *range};
       }
     }
     // A size or shape name in a type, a size binder or a `where` condition, or a size as a value.
@@ -794,7 +794,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
     std::optional<CoreNode> node = reader.Innermost(point->token->span.begin, point->token->span.end);
     if (!node) return std::nullopt;
     const VarStore& vars = analysis.result->vars;
-    core::TypePrinter printer(vars);
+    core::TypePrinter printer(vars, layouts);
     Span span;
     std::string text, extra;
     if (node->is_pattern) {
@@ -816,7 +816,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
       if (const auto* global = std::get_if<core::expr::Global>(&e.node)) {
         // The type at this use, and the definition's own when it is more general.
         if (const core::Def* def = reader.module().Find(global->name)) {
-          std::string general = Signature(vars, *def);
+          std::string general = Signature(vars, *def, layouts);
           if (general != text) extra = "\n\ndefined as `" + general + "`";
         }
       }
@@ -842,7 +842,7 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset) {
     }
   }
   if (std::optional<Checked> global = GlobalDef(cursor.views, name)) {
-    return HoverText{CodeBlock(Signature(global->view->analysis->result->vars, *global->def)), *range};
+    return HoverText{CodeBlock(Signature(global->view->analysis->result->vars, *global->def, layouts)), *range};
   }
   return std::nullopt;
 }

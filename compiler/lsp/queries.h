@@ -52,7 +52,9 @@ struct HoverText {
   std::string markdown;  // a weft code block with `name : type` or `expression : type`
   Range range;           // what the type belongs to
 };
-std::optional<HoverText> Hover(const Document& document, std::uint32_t offset);
+// With `layouts`, each tensor's layout after its shape (docs/layouts.md, "Layouts in types"): the
+// client asks for them with the initialization option `{"layouts": true}`.
+std::optional<HoverText> Hover(const Document& document, std::uint32_t offset, bool layouts = false);
 
 // Where the name at `offset` is defined: a local's binder, a top-level definition's name (also in
 // an imported file), the file an `import` names.

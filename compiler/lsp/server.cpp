@@ -220,6 +220,10 @@ class Server {
   Json Request(const std::string& method, const Json& params) {
     if (method == "initialize") {
       initialized_ = true;
+      // `{"layouts": true}`: hovers show layouts (docs/lsp.md).
+      if (const auto options = params.find("initializationOptions");
+          options != params.end() && options->is_object() && options->contains("layouts"))
+        layouts_ = options->at("layouts").is_boolean() && options->at("layouts").get<bool>();
       return Initialize();
     }
     if (!initialized_) throw RpcError{ErrorCode::ServerNotInitialized, "the server is not initialized"};
@@ -230,7 +234,7 @@ class Server {
     }
     if (method == "textDocument/hover") {
       auto [document, offset] = At(params);
-      std::optional<HoverText> hover = Hover(document, offset);
+      std::optional<HoverText> hover = Hover(document, offset, layouts_);
       if (!hover) return nullptr;
       return {{"contents", {{"kind", "markdown"}, {"value", hover->markdown}}}, {"range", ToJson(hover->range)}};
     }
@@ -407,6 +411,7 @@ class Server {
   std::map<std::string, std::unique_ptr<Document>> documents_;
   bool initialized_ = false;
   bool shutdown_ = false;
+  bool layouts_ = false;  // hovers show layouts (the initialization option `layouts`)
   std::optional<int> exit_code_;
   bool trace_ = std::getenv("WEFT_LSP_TRACE") != nullptr;  // what each analysis checked, on stderr
 };

@@ -131,9 +131,11 @@ class Client:
             if "method" in message:
                 self.notifications.append(message)
 
-    def initialize(self, root_uri=None):
-        result = self.request("initialize", {"processId": os.getpid(), "rootUri": root_uri,
-                                             "capabilities": {}})
+    def initialize(self, root_uri=None, options=None):
+        params = {"processId": os.getpid(), "rootUri": root_uri, "capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
+        result = self.request("initialize", params)
         self.notify("initialized", {})
         return result
 

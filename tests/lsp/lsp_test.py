@@ -45,6 +45,14 @@ LIB = """\
 def double (v: f32[n]) = v + v
 """
 
+# Layouts in hovers (docs/lsp.md): a view over a parameter, and its known layout in main.
+VIEWS = """\
+def flip (x: f32[n, m]) = transpose x
+def main =
+  let t = flip (random [4, 6] 1 : f32[4, 6]) in
+  print t
+"""
+
 INCREMENTAL = """\
 def base (x: f32[n]) = x * 2.0
 
@@ -577,6 +585,21 @@ def main():
     stderr = "".join(client.stderr)
     check("no sanitizer report or internal error on stderr",
           "Sanitizer" not in stderr and "runtime error" not in stderr and "internal" not in stderr, stderr)
+
+    # ---- layouts in hovers: asked for with the initialization option `layouts` ----
+    client = Client([weft, "lsp"], env=env)
+    client.initialize(options={"layouts": True})
+    views_uri = "file://" + os.path.join(work, "views.weft")
+    client.open(views_uri, VIEWS)
+    check("layouts: no diagnostics", client.diagnostics(views_uri) == [])
+    result = client.at("textDocument/hover", views_uri, position_of(VIEWS, "flip (x"))
+    check("layouts: a definition's hover shows its parameters' layout variables and its result's view",
+          hover_text(result) == "flip : f32[n, m] @ 'l1 -> f32[m, n] @ transpose 'l1", result)
+    result = client.at("textDocument/hover", views_uri, position_of(VIEWS, "t = ", 0, 0))
+    check("layouts: a value of main has a known layout",
+          hover_text(result) == "t : f32[6, 4] @ (6, 4):(1, 6)", result)
+    status = client.stop()
+    check("layouts: shutdown then exit: exit status 0", status == 0, status)
 
     total = check.passed + len(check.failed)
     print("lsp_test: %d of %d checks passed" % (check.passed, total))

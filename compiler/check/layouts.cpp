@@ -1,0 +1,436 @@
+// The layout stage: layouts of array values (docs/layouts.md, "Layouts in types"), inferred on a
+// definition's core IR once its shapes are (as Futhark infers sizes after types). Layouts never
+// decide whether a program checks: they follow from the shapes and from which operations are views.
+//
+//  1. Each tensor in a parameter's type gets a fresh layout variable ('l1): a definition is
+//     polymorphic in the layouts of its arguments.
+//  2. Bottom-up over the body: a value that owns its data (a literal, `load`, `random`, `zeros`, an
+//     elementwise, reducing or matrix operation, a `cast`, a kernel's output) is `row`; a view
+//     (`transpose`, `permute`, `reshape`, `expand`, indexing) applies its step to its operand's
+//     layout (core::ApplyView: evaluated when the operand's is known, else kept as an expression);
+//     a call substitutes its arguments' layouts for the callee's parameters' variables in its
+//     result (and in the views of its body the callee's scheme keeps); `let`, tuples and names
+//     pass layouts on; an `if` whose branches differ, and a loop whose state changes layout, join
+//     them to `row` (the value is materialized).
+//  3. The definition's type gets its parameters' variables and its body's layout; its scheme
+//     keeps the views over its parameters' layouts (its own and its callees'), which a caller
+//     substitutes as it does `where` facts; views whose layouts are known are listed for
+//     `weft check --layouts`. In `main` no layout has a variable: every view is known.
+#include <algorithm>
+
+#include "base/overloaded.h"
+#include "check/checker.h"
+#include "core/array_layout.h"
+
+namespace weft::check {
+namespace {
+
+using Subst = std::map<LayoutVarId, LayoutRef>;
+
+// A cap on the views over variables a scheme keeps (a deep chain of calls, each viewing its
+// argument, would keep one per call path); past it, views are listed only where they are known.
+constexpr std::size_t kMaxLayoutFacts = 256;
+
+// `type` with each tensor `row` (a value that owns its data), through tuples.
+TypeRef Owned(const TypeRef& type) {
+  if (const auto* tensor = std::get_if<TensorType>(&type->node))
+    return MakeTensor(tensor->elem, tensor->shape, RowLayout(tensor->shape));
+  if (const auto* tuple = std::get_if<TupleType>(&type->node)) {
+    std::vector<TypeRef> elements;
+    for (const TypeRef& e : tuple->elements) elements.push_back(Owned(e));
+    return MakeTuple(std::move(elements));
+  }
+  return type;
+}
+
+// `shapes` (the core IR's type: elements and shapes) with the layouts of `layouts` (the same
+// structure, as the stage computed it); a tensor without one is `row`.
+TypeRef Graft(const TypeRef& shapes, const TypeRef& layouts) {
+  if (!layouts) return Owned(shapes);
+  return std::visit(Overloaded{
+                        [&](const TensorType& t) -> TypeRef {
+                          const auto* l = std::get_if<TensorType>(&layouts->node);
+                          return MakeTensor(t.elem, t.shape, l && l->layout ? l->layout : RowLayout(t.shape));
+                        },
+                        [&](const TupleType& t) -> TypeRef {
+                          const auto* l = std::get_if<TupleType>(&layouts->node);
+                          std::vector<TypeRef> elements;
+                          for (std::size_t i = 0; i < t.elements.size(); ++i) {
+                            bool same = l && l->elements.size() == t.elements.size();
+                            elements.push_back(Graft(t.elements[i], same ? l->elements[i] : nullptr));
+                          }
+                          return MakeTuple(std::move(elements));
+                        },
+                        [&](const FunctionType& t) -> TypeRef {
+                          const auto* l = std::get_if<FunctionType>(&layouts->node);
+                          if (!l) return shapes;
+                          return MakeFunction(Graft(t.param, l->param), Graft(t.result, l->result));
+                        },
+                        [&](const auto&) { return shapes; },
+                    },
+                    shapes->node);
+}
+
+// Binds the layout variables of `param` (a callee's parameter type) to the layouts of `arg`.
+void Match(const TypeRef& param, const TypeRef& arg, Subst& subst) {
+  if (!param || !arg) return;
+  if (const auto* p = std::get_if<TensorType>(&param->node)) {
+    const auto* a = std::get_if<TensorType>(&arg->node);
+    const auto* var = p->layout ? std::get_if<Layout::Var>(&p->layout->node) : nullptr;
+    if (a && a->layout && var) subst.emplace(var->var, a->layout);
+  } else if (const auto* p = std::get_if<TupleType>(&param->node)) {
+    const auto* a = std::get_if<TupleType>(&arg->node);
+    if (!a || a->elements.size() != p->elements.size()) return;
+    for (std::size_t i = 0; i < p->elements.size(); ++i) Match(p->elements[i], a->elements[i], subst);
+  } else if (const auto* p = std::get_if<FunctionType>(&param->node)) {
+    const auto* a = std::get_if<FunctionType>(&arg->node);
+    if (!a) return;
+    Match(p->param, a->param, subst);
+    Match(p->result, a->result, subst);
+  }
+}
+
+LayoutMap VarsOf(const Subst& subst) {
+  LayoutMap map;
+  map.var = [&subst](LayoutVarId v) -> LayoutRef {
+    auto it = subst.find(v);
+    return it == subst.end() ? nullptr : it->second;
+  };
+  return map;
+}
+
+TypeRef Substitute(const TypeRef& type, const Subst& subst) {
+  if (subst.empty() || !type) return type;
+  return std::visit(
+      Overloaded{
+          [&](const TensorType& t) { return MakeTensor(t.elem, t.shape, MapLayout(t.layout, VarsOf(subst))); },
+          [&](const TupleType& t) {
+            std::vector<TypeRef> elements;
+            for (const TypeRef& e : t.elements) elements.push_back(Substitute(e, subst));
+            return MakeTuple(std::move(elements));
+          },
+          [&](const FunctionType& t) { return MakeFunction(Substitute(t.param, subst), Substitute(t.result, subst)); },
+          [&](const auto&) { return type; },
+      },
+      type->node);
+}
+
+// The join of two values' layouts (`if`, a loop's state): equal ones stay, others are `row`.
+TypeRef Join(const TypeRef& a, const TypeRef& b) {
+  if (const auto* x = std::get_if<TensorType>(&a->node)) {
+    const auto* y = std::get_if<TensorType>(&b->node);
+    if (y && SameLayout(x->layout, y->layout)) return a;
+    return MakeTensor(x->elem, x->shape, RowLayout(x->shape));
+  }
+  if (const auto* x = std::get_if<TupleType>(&a->node)) {
+    const auto* y = std::get_if<TupleType>(&b->node);
+    if (!y || y->elements.size() != x->elements.size()) return Owned(a);
+    std::vector<TypeRef> elements;
+    for (std::size_t i = 0; i < x->elements.size(); ++i) elements.push_back(Join(x->elements[i], y->elements[i]));
+    return MakeTuple(std::move(elements));
+  }
+  return a;
+}
+
+bool SameLayouts(const TypeRef& a, const TypeRef& b) {
+  if (const auto* x = std::get_if<TensorType>(&a->node)) {
+    const auto* y = std::get_if<TensorType>(&b->node);
+    return y && SameLayout(x->layout, y->layout);
+  }
+  if (const auto* x = std::get_if<TupleType>(&a->node)) {
+    const auto* y = std::get_if<TupleType>(&b->node);
+    if (!y || y->elements.size() != x->elements.size()) return false;
+    for (std::size_t i = 0; i < x->elements.size(); ++i)
+      if (!SameLayouts(x->elements[i], y->elements[i])) return false;
+  }
+  return true;
+}
+
+const TensorType* TensorOf(const TypeRef& type) {
+  return type ? std::get_if<TensorType>(&type->node) : nullptr;
+}
+
+class LayoutStage {
+ public:
+  LayoutStage(core::Module& module, VarStore& vars, const decltype(Checker::layout_instances_)& instances)
+      : module_(module), vars_(vars), instances_(instances) {}
+
+  // A fresh layout variable for each tensor of `type`, through tuples and functions; a scalar's
+  // layout is its one element: `row`.
+  TypeRef Fresh(const TypeRef& type) {
+    return std::visit(Overloaded{
+                          [&](const TensorType& t) {
+                            bool scalar = t.shape.Known() && t.shape.before.empty();
+                            return MakeTensor(t.elem, t.shape,
+                                              scalar ? RowLayout(t.shape) : VarLayout(vars_.NewLayoutVar()));
+                          },
+                          [&](const TupleType& t) {
+                            std::vector<TypeRef> elements;
+                            for (const TypeRef& e : t.elements) elements.push_back(Fresh(e));
+                            return MakeTuple(std::move(elements));
+                          },
+                          [&](const FunctionType& t) { return MakeFunction(Fresh(t.param), Fresh(t.result)); },
+                          [&](const auto&) { return type; },
+                      },
+                      type->node);
+  }
+
+  // Binds a pattern's names to the parts of `type` and records it as the pattern's type.
+  void Bind(core::PatternId id, const TypeRef& type) {
+    core::Pattern& p = module_.Mutable(id);
+    p.type = Graft(p.type, type);
+    if (const auto* name = std::get_if<core::pattern::Name>(&p.node)) {
+      env_.emplace_back(name->name, p.type);
+    } else if (const auto* tuple = std::get_if<core::pattern::Tuple>(&p.node)) {
+      const auto* parts = std::get_if<TupleType>(&p.type->node);
+      for (std::size_t i = 0; i < tuple->elements.size(); ++i) {
+        Bind(tuple->elements[i], parts && i < parts->elements.size() ? parts->elements[i] : nullptr);
+      }
+    }
+  }
+
+  TypeRef Expr(core::ExprId id);
+
+  std::vector<LayoutFact> deferred;  // views over variables
+  std::vector<LayoutFact> known;     // views whose layouts are known
+
+ private:
+  TypeRef Node(core::ExprId id);
+  TypeRef Apply(const core::Expr& e, const core::expr::Apply& apply);
+  TypeRef BuiltinView(const core::Expr& e, const std::string& name, const std::vector<core::ExprId>& args,
+                      const std::vector<TypeRef>& arg_types);
+  // A built-in as a value (`transpose`, `map f`): it reads its arguments in any layout; its result
+  // owns its data, but for a view's (`transpose : 'a[..b, m, n] @ 'l1 -> 'a[..b, n, m] @ transpose 'l1`).
+  TypeRef BuiltinValue(const core::Expr& e, const std::string& name) {
+    std::vector<TypeRef> params;
+    TypeRef type = e.type;
+    while (const auto* function = std::get_if<FunctionType>(&type->node)) {
+      params.push_back(Fresh(function->param));
+      type = function->result;
+    }
+    TypeRef result = Owned(type);
+    const TensorType* operand = params.size() == 1 ? TensorOf(params[0]) : nullptr;
+    const TensorType* out = TensorOf(type);
+    if ((name == "transpose" || name == "expand") && operand && out) {
+      ViewStep step{name == "transpose" ? ViewStep::Op::Transpose : ViewStep::Op::Expand, {}, {}, {}};
+      result = MakeTensor(out->elem, out->shape, ApplyView(step, operand->layout));
+    }
+    return MakeFunction(params, result);
+  }
+  // A view's layout: a fact of the definition.
+  TypeRef View(const core::Expr& e, const ViewStep& step, const TypeRef& operand) {
+    const TensorType* base = TensorOf(operand);
+    if (!base || !base->layout) return Owned(e.type);
+    LayoutRef layout = ApplyView(step, base->layout);
+    Note({layout, e.span, {}});
+    const TensorType* t = TensorOf(e.type);
+    return t ? MakeTensor(t->elem, t->shape, layout) : Owned(e.type);
+  }
+  void Note(const LayoutFact& fact) {
+    if (IsKnown(fact.layout)) {
+      known.push_back(fact);
+    } else if (deferred.size() < kMaxLayoutFacts) {
+      deferred.push_back(fact);
+    }
+  }
+  TypeRef Lookup(const std::string& name) const {
+    for (auto it = env_.rbegin(); it != env_.rend(); ++it)
+      if (it->first == name) return it->second;
+    return nullptr;
+  }
+
+  core::Module& module_;
+  VarStore& vars_;
+  const decltype(Checker::layout_instances_)& instances_;
+  std::vector<std::pair<std::string, TypeRef>> env_;
+};
+
+TypeRef LayoutStage::Expr(core::ExprId id) {
+  TypeRef type = Node(id);
+  core::Expr& e = module_.Mutable(id);
+  e.type = Graft(e.type, type);
+  return e.type;
+}
+
+TypeRef LayoutStage::Node(core::ExprId id) {
+  const core::Expr& e = module_.Get(id);
+  namespace ce = core::expr;
+  return std::visit(
+      Overloaded{
+          [&](const ce::Local& local) -> TypeRef { return Lookup(local.name); },
+          [&](const ce::Global&) -> TypeRef { return e.type; },  // the callee's scheme, instantiated
+          [&](const ce::Builtin& builtin) { return BuiltinValue(e, builtin.name); },
+          [&](const ce::Apply& apply) { return Apply(e, apply); },
+          [&](const ce::Lambda& lambda) -> TypeRef {
+            std::size_t mark = env_.size();
+            std::vector<TypeRef> params;
+            for (core::PatternId p : lambda.params) {
+              Bind(p, Fresh(module_.Get(p).type));
+              params.push_back(module_.Get(p).type);
+            }
+            TypeRef body = Expr(lambda.body);
+            env_.resize(mark);
+            return MakeFunction(params, body);
+          },
+          [&](const ce::Let& let) -> TypeRef {
+            TypeRef value = Expr(let.value);
+            std::size_t mark = env_.size();
+            Bind(let.pattern, value);
+            TypeRef body = Expr(let.body);
+            env_.resize(mark);
+            return body;
+          },
+          [&](const ce::If& branch) -> TypeRef {
+            Expr(branch.condition);
+            TypeRef then_type = Expr(branch.then_branch);
+            TypeRef else_type = Expr(branch.else_branch);
+            return Join(then_type, else_type);
+          },
+          [&](const ce::Tuple& tuple) -> TypeRef {
+            std::vector<TypeRef> elements;
+            for (core::ExprId x : tuple.elements) elements.push_back(Expr(x));
+            return MakeTuple(std::move(elements));
+          },
+          [&](const ce::TensorLit& list) -> TypeRef {
+            for (core::ExprId x : list.elements) Expr(x);
+            return nullptr;
+          },
+          [&](const ce::Cast& cast) -> TypeRef {
+            Expr(cast.operand);
+            return nullptr;
+          },
+          [&](const ce::Index& index) -> TypeRef {
+            TypeRef base = Expr(index.base);
+            ViewStep step{ViewStep::Op::Index, {}, {}, {}};
+            for (const ce::IndexItem& item : index.items) {
+              ViewIndexItem out{};
+              if (item.kind == ce::IndexItem::Kind::At) {
+                Expr(item.at);
+                out.kind = ViewIndexItem::Kind::At;
+                const core::Expr& at = module_.Get(item.at);
+                if (const auto* lit = std::get_if<ce::IntLit>(&at.node)) {
+                  out.lo = Dim::Constant(static_cast<std::int64_t>(lit->value));
+                } else if (const auto* size = std::get_if<ce::SizeValue>(&at.node)) {
+                  out.lo = size->dim;
+                }
+              } else if (item.kind == ce::IndexItem::Kind::Slice) {
+                out.kind = ViewIndexItem::Kind::Slice;
+                out.lo = item.lo;
+                out.hi = item.hi;
+              } else {
+                out.kind = ViewIndexItem::Kind::All;
+              }
+              step.items.push_back(out);
+            }
+            return View(e, step, base);
+          },
+          [&](const ce::Loop& loop) -> TypeRef {
+            TypeRef init = Expr(loop.init);
+            Expr(loop.bound);
+            std::size_t mark = env_.size(), deferred_mark = deferred.size(), known_mark = known.size();
+            Bind(loop.state, init);
+            env_.emplace_back(loop.counter, nullptr);  // an i64
+            TypeRef body = Expr(loop.body);
+            env_.resize(mark);
+            if (SameLayouts(init, body)) return init;
+            // The state changes layout from one iteration to the next: it is materialized, and the
+            // body is read again with the state `row`.
+            TypeRef state = Join(init, body);
+            deferred.resize(deferred_mark);
+            known.resize(known_mark);
+            Bind(loop.state, state);
+            env_.emplace_back(loop.counter, nullptr);
+            Expr(loop.body);
+            env_.resize(mark);
+            return state;
+          },
+          [&](const auto&) -> TypeRef { return nullptr; },  // literals, sizes, shape arguments: they own their data
+      },
+      e.node);
+}
+
+TypeRef LayoutStage::BuiltinView(const core::Expr& e, const std::string& name, const std::vector<core::ExprId>& args,
+                                 const std::vector<TypeRef>& arg_types) {
+  auto shape_arg = [&]() -> const std::vector<Dim>* {
+    const auto* shape = std::get_if<core::expr::ShapeArg>(&module_.Get(args[0]).node);
+    return shape ? &shape->dims : nullptr;
+  };
+  if ((name == "transpose" || name == "expand") && args.size() == 1) {
+    return View(e, {name == "transpose" ? ViewStep::Op::Transpose : ViewStep::Op::Expand, {}, {}, {}}, arg_types[0]);
+  }
+  if (name == "reshape" && args.size() == 2 && shape_arg()) {
+    return View(e, {ViewStep::Op::Reshape, {}, *shape_arg(), {}}, arg_types[1]);
+  }
+  if (name == "permute" && args.size() == 2 && shape_arg()) {
+    ViewStep step{ViewStep::Op::Permute, {}, {}, {}};
+    for (const Dim& d : *shape_arg()) step.order.push_back(static_cast<int>(d.AsConstant().value_or(-1)));
+    return View(e, step, arg_types[1]);
+  }
+  return nullptr;  // every other built-in's result owns its data
+}
+
+TypeRef LayoutStage::Apply(const core::Expr& e, const core::expr::Apply& apply) {
+  TypeRef callee = Expr(apply.callee);
+  std::vector<TypeRef> args;
+  for (core::ExprId a : apply.args) args.push_back(Expr(a));
+  const core::Expr& callee_expr = module_.Get(apply.callee);
+  if (const auto* builtin = std::get_if<core::expr::Builtin>(&callee_expr.node))
+    return BuiltinView(e, builtin->name, apply.args, args);
+  // A function value: its parameters' layout variables take the arguments' layouts.
+  Subst subst;
+  TypeRef type = callee;
+  for (const TypeRef& arg : args) {
+    const auto* function = type ? std::get_if<FunctionType>(&type->node) : nullptr;
+    if (!function) return nullptr;
+    Match(function->param, arg, subst);
+    type = function->result;
+  }
+  if (std::holds_alternative<core::expr::Global>(callee_expr.node)) {
+    // The views the callee's scheme keeps, as this call makes them.
+    if (auto it = instances_.find(SpanKey(callee_expr.span)); it != instances_.end()) {
+      // Resolved first: the instance's sizes were unified with the arguments' after it was made.
+      for (const LayoutFact& fact : it->second)
+        Note({MapLayout(vars_.Resolve(fact.layout), VarsOf(subst)), fact.span, e.span});
+    }
+  }
+  return Substitute(type, subst);
+}
+
+}  // namespace
+
+void Checker::InferLayouts(CheckedDef& checked) {
+  core::Def& def = module_.defs().back();
+  if (!def.ok || !def.body.valid() || def.kernel) return;
+  LayoutStage stage(module_, vars_, layout_instances_);
+  std::vector<TypeRef> params;
+  for (core::PatternId p : def.params) {
+    stage.Bind(p, stage.Fresh(module_.Get(p).type));
+    params.push_back(module_.Get(p).type);
+  }
+  TypeRef body = stage.Expr(def.body);
+  def.scheme.type = Graft(def.scheme.type, MakeFunction(params, body));
+  // Quantified: the parameters' variables. A view over another variable (a lambda's parameter, a
+  // function passed in) cannot be made known by a call: it is not kept.
+  FreeVars free;
+  CollectFreeVars(vars_, def.scheme.type, free);
+  def.scheme.quantified.layouts = free.layouts;
+  std::vector<LayoutFact> deferred;
+  for (const LayoutFact& fact : stage.deferred) {
+    std::vector<LayoutVarId> over;
+    CollectLayoutVars(fact.layout, over);
+    bool quantified = std::all_of(over.begin(), over.end(), [&](LayoutVarId v) {
+      return std::find(free.layouts.begin(), free.layouts.end(), v) != free.layouts.end();
+    });
+    bool seen = std::any_of(deferred.begin(), deferred.end(), [&](const LayoutFact& f) {
+      return SpanKey(f.span) == SpanKey(fact.span) && SameLayout(f.layout, fact.layout);
+    });
+    if (quantified && !seen) deferred.push_back(fact);
+  }
+  def.scheme.layouts = std::move(deferred);
+  checked.scheme.type = def.scheme.type;
+  checked.scheme.quantified.layouts = def.scheme.quantified.layouts;
+  checked.scheme.layouts = def.scheme.layouts;
+  checked.views = std::move(stage.known);
+}
+
+}  // namespace weft::check

@@ -1,0 +1,215 @@
+// Layouts in types: see array_layout.h.
+#include "core/array_layout.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "base/overloaded.h"
+
+namespace weft::core {
+
+namespace {
+
+LayoutRef Make(Layout::Row row) {
+  return std::make_shared<const Layout>(Layout{std::move(row)});
+}
+
+bool SameShape(const Shape& a, const Shape& b) {
+  return a.before == b.before && a.spread == b.spread && a.after == b.after;
+}
+
+ViewResult ApplyIndex(const StridedView& base, const std::vector<ViewIndexItem>& items) {
+  // Items apply to the leading axes in order; an At drops its axis, so later items move down.
+  StridedView view = base;
+  int axis = 0;
+  for (const ViewIndexItem& item : items) {
+    ViewResult next = view;
+    if (item.kind == ViewIndexItem::Kind::At) {
+      if (!item.lo) return std::string("an element chosen at run time");
+      next = At(view, axis, *item.lo);
+    } else if (item.kind == ViewIndexItem::Kind::Slice) {
+      if (axis >= static_cast<int>(view.rank())) return "axis " + std::to_string(axis) + " of a slice";
+      Dim hi = item.hi ? *item.hi : view.axes[static_cast<std::size_t>(axis)].Extent();
+      next = Slice(view, axis, item.lo.value_or(Dim()), hi);
+      ++axis;
+    } else {
+      ++axis;
+    }
+    if (!next) return next;
+    view = *next;
+  }
+  return view;
+}
+
+}  // namespace
+
+ViewResult ApplyView(const ViewStep& step, const StridedView& base) {
+  switch (step.op) {
+    case ViewStep::Op::Transpose:
+      return Transpose(base);
+    case ViewStep::Op::Permute:
+      return Permute(base, step.order);
+    case ViewStep::Op::Reshape:
+      return Reshape(base, step.shape);
+    case ViewStep::Op::Expand:
+      return Expand(base, static_cast<int>(base.rank()));
+    case ViewStep::Op::Index:
+      return ApplyIndex(base, step.items);
+    case ViewStep::Op::Broadcast:
+      return Broadcast(base, step.shape);
+  }
+  return std::string("an unknown view");
+}
+
+LayoutRef RowLayout(const Shape& shape) {
+  if (shape.Known()) return KnownLayout(RowMajor(shape.before));
+  return Make(Layout::Row{shape});
+}
+
+LayoutRef VarLayout(LayoutVarId var) {
+  return std::make_shared<const Layout>(Layout{Layout::Var{var}});
+}
+
+LayoutRef KnownLayout(const ViewResult& view) {
+  if (view) return std::make_shared<const Layout>(Layout{*view});
+  return std::make_shared<const Layout>(Layout{Layout::NotStrided{view.error()}});
+}
+
+LayoutRef ApplyView(const ViewStep& step, const LayoutRef& base) {
+  if (step.op == ViewStep::Op::Index) {
+    // An element chosen at run time moves the offset by a value no layout has (as the graph says).
+    for (const ViewIndexItem& item : step.items) {
+      if (item.kind == ViewIndexItem::Kind::At && !item.lo)
+        return KnownLayout(ViewResult(std::string("an element chosen at run time")));
+    }
+  }
+  if (!base) return nullptr;
+  if (const auto* known = std::get_if<StridedView>(&base->node)) return KnownLayout(ApplyView(step, *known));
+  if (std::holds_alternative<Layout::NotStrided>(base->node)) return base;  // a view of it is not strided either
+  return std::make_shared<const Layout>(Layout{Layout::View{step, base}});
+}
+
+bool IsKnown(const LayoutRef& layout) {
+  return layout && (std::holds_alternative<StridedView>(layout->node) ||
+                    std::holds_alternative<Layout::NotStrided>(layout->node));
+}
+
+bool SameLayout(const LayoutRef& a, const LayoutRef& b) {
+  if (a == b) return true;
+  if (!a || !b || a->node.index() != b->node.index()) return false;
+  return std::visit(Overloaded{
+                        [&](const Layout::Row& x) { return SameShape(x.shape, std::get<Layout::Row>(b->node).shape); },
+                        [&](const Layout::Var& x) { return x.var == std::get<Layout::Var>(b->node).var; },
+                        [&](const StridedView& x) { return x == std::get<StridedView>(b->node); },
+                        [&](const Layout::View& x) {
+                          const auto& y = std::get<Layout::View>(b->node);
+                          return x.step == y.step && SameLayout(x.base, y.base);
+                        },
+                        [&](const Layout::NotStrided& x) { return x.why == std::get<Layout::NotStrided>(b->node).why; },
+                    },
+                    a->node);
+}
+
+LayoutRef MapLayout(const LayoutRef& layout, const LayoutMap& map) {
+  if (!layout) return layout;
+  auto dim = [&](const Dim& d) { return map.dim ? map.dim(d) : d; };
+  auto dims = [&](std::vector<Dim> ds) {
+    for (Dim& d : ds) d = dim(d);
+    return ds;
+  };
+  return std::visit(Overloaded{
+                        [&](const Layout::Row& row) { return RowLayout(map.shape ? map.shape(row.shape) : row.shape); },
+                        [&](const Layout::Var& var) {
+                          LayoutRef to = map.var ? map.var(var.var) : nullptr;
+                          return to ? to : layout;
+                        },
+                        [&](const StridedView& view) {
+                          if (!map.dim) return layout;
+                          StridedView out{dim(view.offset), view.axes};
+                          for (StridedAxis& axis : out.axes) {
+                            for (StridedMode& mode : axis.modes) mode = {dim(mode.extent), dim(mode.stride)};
+                          }
+                          return std::make_shared<const Layout>(Layout{std::move(out)});
+                        },
+                        [&](const Layout::View& view) {
+                          ViewStep step = view.step;
+                          step.shape = dims(step.shape);
+                          for (ViewIndexItem& item : step.items) {
+                            if (item.lo) item.lo = dim(*item.lo);
+                            if (item.hi) item.hi = dim(*item.hi);
+                          }
+                          return ApplyView(step, MapLayout(view.base, map));
+                        },
+                        [&](const Layout::NotStrided&) { return layout; },
+                    },
+                    layout->node);
+}
+
+void CollectLayoutVars(const LayoutRef& layout, std::vector<LayoutVarId>& out) {
+  if (!layout) return;
+  if (const auto* var = std::get_if<Layout::Var>(&layout->node)) {
+    if (std::find(out.begin(), out.end(), var->var) == out.end()) out.push_back(var->var);
+  } else if (const auto* view = std::get_if<Layout::View>(&layout->node)) {
+    CollectLayoutVars(view->base, out);
+  }
+}
+
+std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes, const LayoutVarNames& vars) {
+  if (!layout) return "?";
+  auto list = [&](const std::vector<Dim>& ds) {
+    std::string s = "[";
+    for (std::size_t k = 0; k < ds.size(); ++k) s += (k ? ", " : "") + ToString(ds[k], sizes);
+    return s + "]";
+  };
+  // An operand of a view: in parentheses unless it is one word.
+  auto operand = [&](const LayoutRef& base) {
+    std::string text = ToString(base, sizes, vars);
+    bool word = std::holds_alternative<Layout::Var>(base->node) || std::holds_alternative<Layout::Row>(base->node);
+    return word ? text : "(" + text + ")";
+  };
+  return std::visit(
+      Overloaded{
+          [&](const Layout::Row&) { return std::string("row"); },
+          [&](const Layout::Var& var) { return vars ? vars(var.var) : "'l" + std::to_string(var.var.index); },
+          [&](const StridedView& view) { return IsRowMajor(view) ? std::string("row") : ToString(view, sizes); },
+          [&](const Layout::NotStrided& n) { return "(not strided: " + n.why + ")"; },
+          [&](const Layout::View& view) {
+            const ViewStep& step = view.step;
+            switch (step.op) {
+              case ViewStep::Op::Transpose:
+                return "transpose " + operand(view.base);
+              case ViewStep::Op::Expand:
+                return "expand " + operand(view.base);
+              case ViewStep::Op::Reshape:
+                return "reshape " + list(step.shape) + " " + operand(view.base);
+              case ViewStep::Op::Broadcast:
+                return "broadcast " + list(step.shape) + " " + operand(view.base);
+              case ViewStep::Op::Permute: {
+                std::string s = "permute [";
+                for (std::size_t k = 0; k < step.order.size(); ++k)
+                  s += (k ? ", " : "") + std::to_string(step.order[k]);
+                return s + "] " + operand(view.base);
+              }
+              case ViewStep::Op::Index: {
+                std::string s = operand(view.base) + "[";
+                for (std::size_t k = 0; k < step.items.size(); ++k) {
+                  const ViewIndexItem& item = step.items[k];
+                  s += k ? ", " : "";
+                  if (item.kind == ViewIndexItem::Kind::All) {
+                    s += ":";
+                  } else if (item.kind == ViewIndexItem::Kind::At) {
+                    s += item.lo ? ToString(*item.lo, sizes) : "?";
+                  } else {
+                    s += ToString(item.lo.value_or(Dim()), sizes) + ":" + (item.hi ? ToString(*item.hi, sizes) : "");
+                  }
+                }
+                return s + "]";
+              }
+            }
+            return std::string("?");
+          },
+      },
+      layout->node);
+}
+
+}  // namespace weft::core

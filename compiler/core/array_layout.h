@@ -1,0 +1,99 @@
+// The layout component of a tensor type (docs/layouts.md, "Layouts in types"): which element of its
+// buffer each index of an array value reads. A layout is one of
+//   - a strided layout (core/strided.h), known: `(m, n):(1, m)`, or `row` when it is row-major;
+//   - `row` of a shape whose rank is not known yet (`'t[..s, n]`): contiguous, a value that owns
+//     its data (a load, a literal, a kernel's or an elementwise operation's result);
+//   - a layout variable 'l: a definition's parameter's, generalized in its scheme;
+//   - a view of a layout that is not known yet: `transpose 'l`, `reshape [a * b] 'l`, `'l[0:4, :]`,
+//     kept until a call substitutes the variable (then it is evaluated, by the same functions the
+//     graph uses: ApplyView);
+//   - not strided: a view that no strided layout describes (a reshape that would split a mode it
+//     cannot, an element chosen at run time), with the reason; a kernel reads it by index
+//     arithmetic or from a copy.
+// Layouts are immutable and shared, as types are. The smart constructors evaluate what they can, so
+// a layout over no variable is always known (strided or not strided).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/strided.h"
+#include "core/types.h"
+
+namespace weft::core {
+
+// An item of an indexing view, as the core IR's (ir.h) with its dims.
+struct ViewIndexItem {
+  enum class Kind : std::uint8_t { At, Slice, All };
+  Kind kind;
+  std::optional<Dim> lo;  // At: the element (none: chosen at run time); Slice: the first element
+  std::optional<Dim> hi;  // Slice: one past the last (none: the axis's extent)
+  friend bool operator==(const ViewIndexItem&, const ViewIndexItem&) = default;
+};
+
+// One view operation: the built-ins that move no data (language.md), and broadcasting's read of a
+// unit axis inside the kernel that broadcasts (the graph's).
+struct ViewStep {
+  enum class Op : std::uint8_t { Transpose, Permute, Reshape, Expand, Index, Broadcast };
+  Op op;
+  std::vector<int> order;            // Permute: axis k of the result is axis order[k]
+  std::vector<Dim> shape;            // Reshape, Broadcast: the new shape
+  std::vector<ViewIndexItem> items;  // Index: on the leading axes, in order
+  friend bool operator==(const ViewStep&, const ViewStep&) = default;
+};
+
+// The one evaluation of a view on a known layout, for the checker's types and the graph's nodes.
+ViewResult ApplyView(const ViewStep& step, const StridedView& base);
+
+struct Layout {
+  struct Row {
+    Shape shape;  // its rank is not known (a known one is a StridedView)
+  };
+  struct Var {
+    LayoutVarId var;
+  };
+  struct View {
+    ViewStep step;
+    LayoutRef base;  // a Row, a Var or a View: not known
+  };
+  struct NotStrided {
+    std::string why;
+  };
+  std::variant<Row, Var, StridedView, View, NotStrided> node;
+};
+
+// Contiguous, last axis fastest: known when the shape's rank is.
+LayoutRef RowLayout(const Shape& shape);
+LayoutRef VarLayout(LayoutVarId var);
+LayoutRef KnownLayout(const ViewResult& view);  // strided, or not strided with the reason
+// `step` applied to `base`: evaluated when `base` is known, kept as a view otherwise.
+LayoutRef ApplyView(const ViewStep& step, const LayoutRef& base);
+
+// Known: strided or not strided (no variable, no rank left to learn).
+bool IsKnown(const LayoutRef& layout);
+// Structural equality (null equals null only).
+bool SameLayout(const LayoutRef& a, const LayoutRef& b);
+
+// The layout with its dims, shapes and variables replaced (then evaluated where it became known):
+// how a call instantiates a scheme's layouts and how resolution applies the sizes' bindings. A
+// function left empty changes nothing of its kind.
+struct LayoutMap {
+  std::function<Dim(const Dim&)> dim;
+  std::function<Shape(const Shape&)> shape;
+  std::function<LayoutRef(LayoutVarId)> var;  // null: the variable stays
+};
+LayoutRef MapLayout(const LayoutRef& layout, const LayoutMap& map);
+
+// The layout variables `layout` mentions, each once, in order of appearance.
+void CollectLayoutVars(const LayoutRef& layout, std::vector<LayoutVarId>& out);
+
+// `'l`, `row`, `(m, n):(1, m) + 4`, `transpose 'l`, `reshape [a * b] (transpose 'l)`, `'l[0:4, :]`,
+// `(not strided: why)`.
+using LayoutVarNames = std::function<std::string(LayoutVarId)>;
+std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes = {}, const LayoutVarNames& vars = {});
+
+}  // namespace weft::core
