@@ -29,7 +29,7 @@ struct VarMap {
   std::map<ElemVarId, ElemVarId> elems;
   std::map<ShapeVarId, ShapeVarId> shapes;
   std::map<SizeVarId, Dim> sizes;
-  std::map<LayoutVarId, LayoutVarId> layouts;
+  std::map<LayoutVarId, LayoutRef> layouts;
 };
 
 Dim SubstDim(const VarStore& vars, const Dim& dim, const VarMap& map) {
@@ -54,12 +54,16 @@ Shape SubstShape(const VarStore& vars, const Shape& shape, const VarMap& map) {
 
 LayoutRef SubstLayout(const VarStore& vars, const LayoutRef& layout, const VarMap& map) {
   if (!layout) return layout;
+  if (const auto* var = std::get_if<Layout::Var>(&layout->node)) {  // the common case: a parameter's
+    auto it = map.layouts.find(var->var);
+    return it == map.layouts.end() ? layout : it->second;
+  }
   LayoutMap m;
   m.dim = [&](const Dim& d) { return SubstDim(vars, d, map); };
   m.shape = [&](const Shape& s) { return SubstShape(vars, s, map); };
   m.var = [&](LayoutVarId v) -> LayoutRef {
     auto it = map.layouts.find(v);
-    return it == map.layouts.end() ? nullptr : VarLayout(it->second);
+    return it == map.layouts.end() ? nullptr : it->second;
   };
   return MapLayout(layout, m);
 }
@@ -110,7 +114,7 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     // becomes a run-time check when the obligations are discharged.
     map.sizes[v] = Dim::Var(vars_.NewSizeVar(VarKind::Flexible, vars_.info(v).name));
   }
-  for (LayoutVarId v : scheme.quantified.layouts) map.layouts[v] = vars_.NewLayoutVar(vars_.info(v).name);
+  for (LayoutVarId v : scheme.quantified.layouts) map.layouts[v] = VarLayout(vars_.NewLayoutVar(vars_.info(v).name));
   // The scheme's views over its parameters' layouts, as this call makes them (check/layouts.cpp
   // substitutes the arguments' layouts when it meets the application).
   if (!scheme.layouts.empty()) {

@@ -31,40 +31,63 @@ using Subst = std::map<LayoutVarId, LayoutRef>;
 // argument, would keep one per call path); past it, views are listed only where they are known.
 constexpr std::size_t kMaxLayoutFacts = 256;
 
-// `type` with each tensor `row` (a value that owns its data), through tuples.
+// `type` with each tensor `row` (a value that owns its data: a null layout), through tuples. Types
+// are shared: one that already is is returned as it is, so most expressions allocate nothing.
 TypeRef Owned(const TypeRef& type) {
   if (const auto* tensor = std::get_if<TensorType>(&type->node))
-    return MakeTensor(tensor->elem, tensor->shape, RowLayout(tensor->shape));
+    return tensor->layout ? MakeTensor(tensor->elem, tensor->shape) : type;
   if (const auto* tuple = std::get_if<TupleType>(&type->node)) {
     std::vector<TypeRef> elements;
-    for (const TypeRef& e : tuple->elements) elements.push_back(Owned(e));
-    return MakeTuple(std::move(elements));
+    bool changed = false;
+    for (const TypeRef& e : tuple->elements) {
+      elements.push_back(Owned(e));
+      changed = changed || elements.back() != e;
+    }
+    return changed ? MakeTuple(std::move(elements)) : type;
   }
   return type;
 }
 
+bool SameElem(const Elem& a, const Elem& b) {
+  return a.is_var() == b.is_var() && (a.is_var() ? a.var() == b.var() : a.dtype() == b.dtype());
+}
+
 // `shapes` (the core IR's type: elements and shapes) with the layouts of `layouts` (the same
-// structure, as the stage computed it); a tensor without one is `row`.
+// structure, as the stage computed it); a tensor without one is `row`. Types are shared and their
+// shapes are costly to copy: this returns `shapes` or `layouts` themselves where it can (a name's
+// type is its binder's), and allocates only what differs from both.
 TypeRef Graft(const TypeRef& shapes, const TypeRef& layouts) {
   if (!layouts) return Owned(shapes);
+  if (shapes == layouts) return shapes;
   return std::visit(Overloaded{
                         [&](const TensorType& t) -> TypeRef {
                           const auto* l = std::get_if<TensorType>(&layouts->node);
-                          return MakeTensor(t.elem, t.shape, l && l->layout ? l->layout : RowLayout(t.shape));
+                          LayoutRef layout = l ? l->layout : nullptr;
+                          if (layout == t.layout) return shapes;
+                          if (l && SameElem(t.elem, l->elem) && t.shape.before == l->shape.before &&
+                              t.shape.spread == l->shape.spread && t.shape.after == l->shape.after)
+                            return layouts;
+                          return MakeTensor(t.elem, t.shape, layout);
                         },
                         [&](const TupleType& t) -> TypeRef {
                           const auto* l = std::get_if<TupleType>(&layouts->node);
+                          bool same = l && l->elements.size() == t.elements.size();
                           std::vector<TypeRef> elements;
+                          bool from_shapes = true, from_layouts = same;
                           for (std::size_t i = 0; i < t.elements.size(); ++i) {
-                            bool same = l && l->elements.size() == t.elements.size();
                             elements.push_back(Graft(t.elements[i], same ? l->elements[i] : nullptr));
+                            from_shapes = from_shapes && elements.back() == t.elements[i];
+                            from_layouts = from_layouts && elements.back() == l->elements[i];
                           }
-                          return MakeTuple(std::move(elements));
+                          return from_shapes ? shapes : from_layouts ? layouts : MakeTuple(std::move(elements));
                         },
                         [&](const FunctionType& t) -> TypeRef {
                           const auto* l = std::get_if<FunctionType>(&layouts->node);
                           if (!l) return shapes;
-                          return MakeFunction(Graft(t.param, l->param), Graft(t.result, l->result));
+                          TypeRef param = Graft(t.param, l->param), result = Graft(t.result, l->result);
+                          if (param == t.param && result == t.result) return shapes;
+                          if (param == l->param && result == l->result) return layouts;
+                          return MakeFunction(param, result);
                         },
                         [&](const auto&) { return shapes; },
                     },
@@ -77,7 +100,7 @@ void Match(const TypeRef& param, const TypeRef& arg, Subst& subst) {
   if (const auto* p = std::get_if<TensorType>(&param->node)) {
     const auto* a = std::get_if<TensorType>(&arg->node);
     const auto* var = p->layout ? std::get_if<Layout::Var>(&p->layout->node) : nullptr;
-    if (a && a->layout && var) subst.emplace(var->var, a->layout);
+    if (a && var) subst.emplace(var->var, Detached(a->layout, a->shape));
   } else if (const auto* p = std::get_if<TupleType>(&param->node)) {
     const auto* a = std::get_if<TupleType>(&arg->node);
     if (!a || a->elements.size() != p->elements.size()) return;
@@ -103,7 +126,10 @@ TypeRef Substitute(const TypeRef& type, const Subst& subst) {
   if (subst.empty() || !type) return type;
   return std::visit(
       Overloaded{
-          [&](const TensorType& t) { return MakeTensor(t.elem, t.shape, MapLayout(t.layout, VarsOf(subst))); },
+          [&](const TensorType& t) {
+            LayoutRef layout = t.layout ? MapLayout(t.layout, VarsOf(subst)) : nullptr;
+            return layout == t.layout ? type : MakeTensor(t.elem, t.shape, layout);
+          },
           [&](const TupleType& t) {
             std::vector<TypeRef> elements;
             for (const TypeRef& e : t.elements) elements.push_back(Substitute(e, subst));
@@ -120,7 +146,7 @@ TypeRef Join(const TypeRef& a, const TypeRef& b) {
   if (const auto* x = std::get_if<TensorType>(&a->node)) {
     const auto* y = std::get_if<TensorType>(&b->node);
     if (y && SameLayout(x->layout, y->layout)) return a;
-    return MakeTensor(x->elem, x->shape, RowLayout(x->shape));
+    return Owned(a);
   }
   if (const auto* x = std::get_if<TupleType>(&a->node)) {
     const auto* y = std::get_if<TupleType>(&b->node);
@@ -146,6 +172,26 @@ bool SameLayouts(const TypeRef& a, const TypeRef& b) {
   return true;
 }
 
+void LayoutVarsOf(const TypeRef& type, std::vector<LayoutVarId>& out) {
+  if (const auto* t = std::get_if<TensorType>(&type->node)) {
+    CollectLayoutVars(t->layout, out);
+  } else if (const auto* t = std::get_if<TupleType>(&type->node)) {
+    for (const TypeRef& e : t->elements) LayoutVarsOf(e, out);
+  } else if (const auto* t = std::get_if<FunctionType>(&type->node)) {
+    LayoutVarsOf(t->param, out);
+    LayoutVarsOf(t->result, out);
+  }
+}
+
+// Whether a value's type has a layout other than `row` (through tuples).
+bool HasLayout(const TypeRef& type) {
+  if (!type) return false;
+  if (const auto* t = std::get_if<TensorType>(&type->node)) return t->layout != nullptr;
+  if (const auto* t = std::get_if<TupleType>(&type->node))
+    return std::any_of(t->elements.begin(), t->elements.end(), HasLayout);
+  return false;
+}
+
 const TensorType* TensorOf(const TypeRef& type) {
   return type ? std::get_if<TensorType>(&type->node) : nullptr;
 }
@@ -161,8 +207,7 @@ class LayoutStage {
     return std::visit(Overloaded{
                           [&](const TensorType& t) {
                             bool scalar = t.shape.Known() && t.shape.before.empty();
-                            return MakeTensor(t.elem, t.shape,
-                                              scalar ? RowLayout(t.shape) : VarLayout(vars_.NewLayoutVar()));
+                            return MakeTensor(t.elem, t.shape, scalar ? nullptr : VarLayout(vars_.NewLayoutVar()));
                           },
                           [&](const TupleType& t) {
                             std::vector<TypeRef> elements;
@@ -213,15 +258,15 @@ class LayoutStage {
     const TensorType* out = TensorOf(type);
     if ((name == "transpose" || name == "expand") && operand && out) {
       ViewStep step{name == "transpose" ? ViewStep::Op::Transpose : ViewStep::Op::Expand, {}, {}, {}};
-      result = MakeTensor(out->elem, out->shape, ApplyView(step, operand->layout));
+      result = MakeTensor(out->elem, out->shape, ApplyView(step, Detached(operand->layout, operand->shape)));
     }
     return MakeFunction(params, result);
   }
   // A view's layout: a fact of the definition.
   TypeRef View(const core::Expr& e, const ViewStep& step, const TypeRef& operand) {
     const TensorType* base = TensorOf(operand);
-    if (!base || !base->layout) return Owned(e.type);
-    LayoutRef layout = ApplyView(step, base->layout);
+    if (!base) return Owned(e.type);
+    LayoutRef layout = ApplyView(step, Detached(base->layout, base->shape));
     Note({layout, e.span, {}});
     const TensorType* t = TensorOf(e.type);
     return t ? MakeTensor(t->elem, t->shape, layout) : Owned(e.type);
@@ -259,7 +304,7 @@ TypeRef LayoutStage::Node(core::ExprId id) {
       Overloaded{
           [&](const ce::Local& local) -> TypeRef { return Lookup(local.name); },
           [&](const ce::Global&) -> TypeRef { return e.type; },  // the callee's scheme, instantiated
-          [&](const ce::Builtin& builtin) { return BuiltinValue(e, builtin.name); },
+          [&](const ce::Builtin& builtin) -> TypeRef { return BuiltinValue(e, builtin.name); },
           [&](const ce::Apply& apply) { return Apply(e, apply); },
           [&](const ce::Lambda& lambda) -> TypeRef {
             std::size_t mark = env_.size();
@@ -370,12 +415,22 @@ TypeRef LayoutStage::BuiltinView(const core::Expr& e, const std::string& name, c
 }
 
 TypeRef LayoutStage::Apply(const core::Expr& e, const core::expr::Apply& apply) {
-  TypeRef callee = Expr(apply.callee);
+  const core::Expr& callee_expr = module_.Get(apply.callee);
+  const auto* builtin = std::get_if<core::expr::Builtin>(&callee_expr.node);
+  // A built-in applied (an operator, mostly) is typed by BuiltinView below; its callee's type is
+  // the instance used here (as elaboration gives it), with the layouts met here where one is not
+  // `row` (the common case allocates nothing).
+  TypeRef callee = builtin ? nullptr : Expr(apply.callee);
   std::vector<TypeRef> args;
   for (core::ExprId a : apply.args) args.push_back(Expr(a));
-  const core::Expr& callee_expr = module_.Get(apply.callee);
-  if (const auto* builtin = std::get_if<core::expr::Builtin>(&callee_expr.node))
-    return BuiltinView(e, builtin->name, apply.args, args);
+  if (builtin) {
+    TypeRef result = BuiltinView(e, builtin->name, apply.args, args);
+    if (HasLayout(result) || std::any_of(args.begin(), args.end(), HasLayout)) {
+      core::Expr& c = module_.Mutable(apply.callee);
+      c.type = Graft(c.type, MakeFunction(args, result ? result : Owned(e.type)));
+    }
+    return result;
+  }
   // A function value: its parameters' layout variables take the arguments' layouts.
   Subst subst;
   TypeRef type = callee;
@@ -411,8 +466,8 @@ void Checker::InferLayouts(CheckedDef& checked) {
   def.scheme.type = Graft(def.scheme.type, MakeFunction(params, body));
   // Quantified: the parameters' variables. A view over another variable (a lambda's parameter, a
   // function passed in) cannot be made known by a call: it is not kept.
-  FreeVars free;
-  CollectFreeVars(vars_, def.scheme.type, free);
+  FreeVars free;  // only its layouts: the type is resolved, and its other variables are quantified
+  LayoutVarsOf(def.scheme.type, free.layouts);
   def.scheme.quantified.layouts = free.layouts;
   std::vector<LayoutFact> deferred;
   for (const LayoutFact& fact : stage.deferred) {

@@ -28,8 +28,8 @@ ViewResult ApplyIndex(const StridedView& base, const std::vector<ViewIndexItem>&
       if (!item.lo) return std::string("an element chosen at run time");
       next = At(view, axis, *item.lo);
     } else if (item.kind == ViewIndexItem::Kind::Slice) {
-      if (axis >= static_cast<int>(view.rank())) return "axis " + std::to_string(axis) + " of a slice";
-      Dim hi = item.hi ? *item.hi : view.axes[static_cast<std::size_t>(axis)].Extent();
+      bool inside = axis < static_cast<int>(view.rank());  // else Slice says which axis is missing
+      Dim hi = item.hi ? *item.hi : inside ? view.axes[static_cast<std::size_t>(axis)].Extent() : Dim();
       next = Slice(view, axis, item.lo.value_or(Dim()), hi);
       ++axis;
     } else {
@@ -66,6 +66,10 @@ LayoutRef RowLayout(const Shape& shape) {
   return Make(Layout::Row{shape});
 }
 
+LayoutRef Detached(const LayoutRef& layout, const Shape& shape) {
+  return layout ? layout : RowLayout(shape);
+}
+
 LayoutRef VarLayout(LayoutVarId var) {
   return std::make_shared<const Layout>(Layout{Layout::Var{var}});
 }
@@ -90,8 +94,8 @@ LayoutRef ApplyView(const ViewStep& step, const LayoutRef& base) {
 }
 
 bool IsKnown(const LayoutRef& layout) {
-  return layout && (std::holds_alternative<StridedView>(layout->node) ||
-                    std::holds_alternative<Layout::NotStrided>(layout->node));
+  if (!layout) return true;
+  return std::holds_alternative<StridedView>(layout->node) || std::holds_alternative<Layout::NotStrided>(layout->node);
 }
 
 bool SameLayout(const LayoutRef& a, const LayoutRef& b) {
@@ -118,7 +122,7 @@ LayoutRef MapLayout(const LayoutRef& layout, const LayoutMap& map) {
     return ds;
   };
   return std::visit(Overloaded{
-                        [&](const Layout::Row& row) { return RowLayout(map.shape ? map.shape(row.shape) : row.shape); },
+                        [&](const Layout::Row& row) { return map.shape ? RowLayout(map.shape(row.shape)) : layout; },
                         [&](const Layout::Var& var) {
                           LayoutRef to = map.var ? map.var(var.var) : nullptr;
                           return to ? to : layout;
@@ -155,7 +159,7 @@ void CollectLayoutVars(const LayoutRef& layout, std::vector<LayoutVarId>& out) {
 }
 
 std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes, const LayoutVarNames& vars) {
-  if (!layout) return "?";
+  if (!layout) return "row";
   auto list = [&](const std::vector<Dim>& ds) {
     std::string s = "[";
     for (std::size_t k = 0; k < ds.size(); ++k) s += (k ? ", " : "") + ToString(ds[k], sizes);

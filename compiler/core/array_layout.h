@@ -66,14 +66,22 @@ struct Layout {
   std::variant<Row, Var, StridedView, View, NotStrided> node;
 };
 
-// Contiguous, last axis fastest: known when the shape's rank is.
+// A tensor type's null layout is `row` over its own shape: the layout of what owns its data, the
+// most common by far, so that a type needs no layout of its own (nothing to allocate, resolve or
+// substitute). Shape inference leaves every layout null; the layout stage sets the others.
+//
+// Contiguous, last axis fastest, of `shape` (a layout apart from its type): known (strided) when
+// the shape's rank is.
 LayoutRef RowLayout(const Shape& shape);
+// `layout`, the layout of a tensor of `shape`, apart from its type: null made `RowLayout(shape)`.
+LayoutRef Detached(const LayoutRef& layout, const Shape& shape);
 LayoutRef VarLayout(LayoutVarId var);
 LayoutRef KnownLayout(const ViewResult& view);  // strided, or not strided with the reason
-// `step` applied to `base`: evaluated when `base` is known, kept as a view otherwise.
+// `step` applied to `base` (not null: see Detached): evaluated when `base` is known, kept as a
+// view otherwise.
 LayoutRef ApplyView(const ViewStep& step, const LayoutRef& base);
 
-// Known: strided or not strided (no variable, no rank left to learn).
+// Known: strided or not strided, or null (no variable, no rank left to learn).
 bool IsKnown(const LayoutRef& layout);
 // Structural equality (null equals null only).
 bool SameLayout(const LayoutRef& a, const LayoutRef& b);
@@ -91,7 +99,7 @@ LayoutRef MapLayout(const LayoutRef& layout, const LayoutMap& map);
 // The layout variables `layout` mentions, each once, in order of appearance.
 void CollectLayoutVars(const LayoutRef& layout, std::vector<LayoutVarId>& out);
 
-// `'l`, `row`, `(m, n):(1, m) + 4`, `transpose 'l`, `reshape [a * b] (transpose 'l)`, `'l[0:4, :]`,
+// `'l`, `row` (null too), `(m, n):(1, m) + 4`, `transpose 'l`, `reshape [a * b] (transpose 'l)`, `'l[0:4, :]`,
 // `(not strided: why)`.
 using LayoutVarNames = std::function<std::string(LayoutVarId)>;
 std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes = {}, const LayoutVarNames& vars = {});

@@ -93,7 +93,7 @@ std::string TypePrinter::TypeText(const TypeRef& type, bool parenthesize_functio
           std::string elem = Print(node.elem);
           bool scalar = node.shape.before.empty() && !node.shape.spread;
           std::string layout;
-          if (layouts_ && node.layout) {
+          if (layouts_) {  // null is `row`
             layout = Print(node.layout);
             if (scalar && layout == "row") layout.clear();
             if (!layout.empty()) layout = " @ " + layout;

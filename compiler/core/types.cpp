@@ -98,9 +98,21 @@ LayoutVarId VarStore::NewLayoutVar(std::string name) {
 }
 
 LayoutRef VarStore::Resolve(const LayoutRef& layout) const {
+  // Only dims have bindings to apply: most layouts (null, variables) have none.
   if (!layout || std::holds_alternative<Layout::NotStrided>(layout->node) ||
       std::holds_alternative<Layout::Var>(layout->node))
     return layout;
+  if (const auto* view = std::get_if<StridedView>(&layout->node)) {
+    auto bound = [this](const Dim& d) {
+      for (SizeVarId v : d.Vars())
+        if (info(v).binding) return true;
+      return false;
+    };
+    bool any = bound(view->offset);
+    for (const StridedAxis& axis : view->axes)
+      for (const StridedMode& mode : axis.modes) any = any || bound(mode.extent) || bound(mode.stride);
+    if (!any) return layout;
+  }
   LayoutMap map;
   map.dim = [this](const Dim& d) { return Resolve(d); };
   map.shape = [this](const Shape& s) { return Resolve(s); };

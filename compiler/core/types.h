@@ -76,7 +76,7 @@ struct VarType {
 struct TensorType {
   Elem elem;
   Shape shape;
-  LayoutRef layout;  // null: not inferred (yet); see core/array_layout.h
+  LayoutRef layout;  // null: `row`, what owns its data (core/array_layout.h)
 };
 struct FunctionType {
   TypeRef param;

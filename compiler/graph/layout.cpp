@@ -2,45 +2,55 @@
 #include "graph/layout.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/array_layout.h"
 #include "solver/solver.h"
 
 namespace weft::graph {
+
+namespace {
+
+// The view step node `n` takes (core/array_layout.h): the checker's layout types apply the same
+// steps with the same function, core::ApplyView, so a view has one layout in both.
+std::optional<core::ViewStep> StepOf(const Graph& graph, const Node& n) {
+  using Op = core::ViewStep::Op;
+  if (n.fn == "transpose") return core::ViewStep{Op::Transpose, {}, {}, {}};
+  if (n.fn == "permute") return core::ViewStep{Op::Permute, n.permutation, {}, {}};
+  if (n.fn == "reshape") return core::ViewStep{Op::Reshape, {}, n.shape, {}};
+  if (n.fn == "expand") return core::ViewStep{Op::Expand, {}, {}, {}};
+  if (n.fn == "broadcast") return core::ViewStep{Op::Broadcast, {}, n.shape, {}};
+  if (n.fn != "index") return std::nullopt;
+  core::ViewStep step{Op::Index, {}, {}, {}};
+  for (const IndexItem& item : n.index) {
+    using Item = core::ViewIndexItem::Kind;
+    if (item.what == IndexItem::What::At) {
+      // An element chosen at run time (not a constant) has no strided layout.
+      const Node& at = graph.Get(n.args.at(item.at));
+      std::optional<core::Dim> index;
+      if (at.kind == Kind::Constant) index = core::Dim::Constant(static_cast<std::int64_t>(at.bits));
+      step.items.push_back({Item::At, index, std::nullopt});
+    } else if (item.what == IndexItem::What::Slice) {
+      step.items.push_back({Item::Slice, item.lo, item.hi});
+    } else {
+      step.items.push_back({Item::All, std::nullopt, std::nullopt});
+    }
+  }
+  return step;
+}
+
+}  // namespace
 
 core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
   const Node& n = graph.Get(id);
   if (n.kind != Kind::View) return core::RowMajor(n.shape);
   core::ViewResult base = LayoutOf(graph, n.args.at(0));
   if (!base) return base;
-  if (n.fn == "transpose") return core::Transpose(*base);
-  if (n.fn == "permute") return core::Permute(*base, n.permutation);
-  if (n.fn == "reshape") return core::Reshape(*base, n.shape);
-  if (n.fn == "expand") return core::Expand(*base, static_cast<int>(base->rank()));
-  if (n.fn == "broadcast") return core::Broadcast(*base, n.shape);
-  if (n.fn == "index") {
-    // Items apply to the leading axes in order; an At drops its axis, so later items move down.
-    core::StridedView view = *base;
-    int axis = 0;
-    for (const IndexItem& item : n.index) {
-      core::ViewResult next = view;
-      if (item.what == IndexItem::What::At) {
-        const Node& at = graph.Get(n.args.at(item.at));
-        if (at.kind != Kind::Constant) return std::string("an element chosen at run time");
-        next = core::At(view, axis, core::Dim::Constant(static_cast<std::int64_t>(at.bits)));
-      } else if (item.what == IndexItem::What::Slice) {
-        next = core::Slice(view, axis, item.lo, item.hi);
-        ++axis;
-      } else {
-        ++axis;
-      }
-      if (!next) return next;
-      view = *next;
-    }
-    return view;
-  }
-  return "a view `" + n.fn + "` of no known layout";
+  std::optional<core::ViewStep> step = StepOf(graph, n);
+  if (!step) return "a view `" + n.fn + "` of no known layout";
+  return core::ApplyView(*step, *base);
 }
 
 namespace {
