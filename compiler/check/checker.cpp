@@ -490,10 +490,14 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
   TypePrinter printer(vars, true);
   printer.Print(def.scheme.type);
   auto where = [&](Span span) {
-    LineCol at = sources.Get(span.file).Locate(span.begin);
+    const SourceBuffer& buffer = sources.Get(span.file);
+    LineCol at = buffer.Locate(span.begin);
+    // A view in another file (a callee imported from it) is named with its file's name.
+    std::string file;
+    if (span.file != def.span.file) file = std::filesystem::path(std::string(buffer.name())).filename().string() + ":";
     std::string text(sources.Text(span));
     if (auto newline = text.find('\n'); newline != std::string::npos) text = text.substr(0, newline) + " ...";
-    return std::to_string(at.line) + ":" + std::to_string(at.column) + " `" + text + "`";
+    return file + std::to_string(at.line) + ":" + std::to_string(at.column) + " `" + text + "`";
   };
   std::string out;
   auto line = [&](const LayoutFact& fact) {
