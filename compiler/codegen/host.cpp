@@ -984,6 +984,7 @@ void Lowering::LowerArray(std::size_t index) {
   llvm::GlobalVariable* descriptor = Descriptor("weft.array." + std::to_string(out_.arrays.size()));
   array_descriptors_.push_back(descriptor);
   out_.arrays.push_back(ArrayUse{"k" + std::to_string(index), std::move(*array)});
+  if (options_.array_kernel) options_.array_kernel(out_.arrays.back());
   b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors), Array(b_.getInt64Ty(), sizes),
                  Array(Ptr(), {})});

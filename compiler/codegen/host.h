@@ -18,6 +18,7 @@
 //   3. EmitObject writes the module as an x86-64 object file; Link calls `cc`.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,6 +91,9 @@ struct HostOptions {
   // place is in the wrapper says "`NAME`: ..." instead of a line the user's file does not have.
   std::string export_name;
   std::uint32_t export_wrapper_begin = 0;
+  // Set: called with each array kernel as soon as it is generated (its PTX made), before LowerMain
+  // goes on; the driver starts its ptxas run there (driver/build_command.cpp, docs/building.md).
+  std::function<void(const ArrayUse&)> array_kernel;
 };
 
 // Step 0: what makes `main` no program at all for `weft build` (E0801: it has parameters), before

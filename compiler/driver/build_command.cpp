@@ -7,15 +7,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/overloaded.h"
 #include "base/stack.h"
@@ -382,57 +388,178 @@ bool CallsKernels(const core::Module& module, const core::Def& main) {
 
 namespace {
 
+// How many ptxas runs a build keeps going at once: WEFT_JOBS, or the machine's cores.
+unsigned AssemblerJobs() {
+  if (const char* jobs = std::getenv("WEFT_JOBS"); jobs != nullptr && *jobs != '\0') {
+    int n = std::atoi(jobs);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// ptxas runs of one build, concurrently with each other and with the build's own work (ptxas is
+// about half of a build's time, and the kernels' LLVM code generation most of the rest): Submit
+// starts assembling a kernel's PTX on one of AssemblerJobs() worker threads (each runs one ptxas
+// at a time) and returns at once; Take waits for that run. Results are taken in the build's own
+// order, so the object file and the diagnostics do not depend on which run finishes first. The
+// files are `NAME`.ptx and `NAME`.cubin in a temporary directory of its own. docs/building.md.
+class Assembler {
+ public:
+  struct Run {
+    bool ok = true;
+    std::string log;    // ptxas's output, when it failed
+    std::string cubin;  // empty without ptxas
+  };
+
+  explicit Assembler(synth::Target target) : ptxas_(Ptxas()), arch_(synth::Spelling(target)) {
+    if (ptxas_.empty() || temp_.path().empty()) return;
+    for (unsigned i = 0, jobs = AssemblerJobs(); i < jobs; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  // Runs not started are dropped; those under way finish (before the directory goes).
+  ~Assembler() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+      queue_.clear();
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  // Whether its temporary directory exists.
+  bool ok() const { return !temp_.path().empty(); }
+
+  // Starts assembling `ptx`, the kernel `name` (unique in a build), unless it was submitted
+  // already; Take(the index returned).
+  std::size_t Submit(std::string ptx, const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = by_name_.try_emplace(name, runs_.size());
+    if (!fresh) return it->second;
+    runs_.push_back(std::make_unique<Slot>());
+    if (workers_.empty()) {
+      runs_.back()->done = true;
+    } else {
+      queue_.push_back({it->second, std::move(ptx), temp_.path() + "/" + name});
+      wake_.notify_one();
+    }
+    return it->second;
+  }
+
+  // Waits for run `index` and returns it.
+  Run Take(std::size_t index) {
+    std::unique_lock lock(mutex_);
+    Slot& slot = *runs_.at(index);
+    done_.wait(lock, [&] { return slot.done; });
+    return std::move(slot.run);
+  }
+
+ private:
+  struct Job {
+    std::size_t index;
+    std::string ptx, base;
+  };
+  struct Slot {
+    bool done = false;
+    Run run;
+  };
+
+  void Work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      Run run;
+      std::ofstream(job.base + ".ptx") << job.ptx;
+      if (RunCommand(
+              Quote(ptxas_) + " -arch=" + arch_ + " -o " + Quote(job.base + ".cubin") + " " + Quote(job.base + ".ptx"),
+              run.log) != 0) {
+        run.ok = false;
+      } else {
+        run.log.clear();
+        std::ifstream in(job.base + ".cubin", std::ios::binary);
+        run.cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+      {
+        std::lock_guard lock(mutex_);
+        Slot& slot = *runs_[job.index];
+        slot.run = std::move(run);
+        slot.done = true;
+      }
+      done_.notify_all();
+    }
+  }
+
+  const std::string ptxas_, arch_;
+  TempDir temp_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<Job> queue_;
+  std::vector<std::unique_ptr<Slot>> runs_;
+  std::map<std::string, std::size_t> by_name_;
+  bool closing_ = false;
+  std::vector<std::thread> workers_;
+};
+
 // Steps 2 and 3 of host.h: each kernel synthesized, generated, assembled (when ptxas is found) and
-// attached, then the object file `object` written. Failures are reported against `output`.
+// attached, then the object file `object` written. Failures are reported against `output`. The
+// array kernels' PTX exists already (LowerMain generated it), so their ptxas runs start first and
+// go on while the kernels `main` calls are synthesized and generated; every cubin is attached
+// after, in the order the sequential build attached them (the object file does not change).
 bool BuildObject(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
-                 const std::string& output, const std::string& object, Diagnostics& diagnostics) {
+                 const std::string& output, const std::string& object, Diagnostics& diagnostics, Assembler& assembler) {
   auto fail = [&](const std::string& why) {
     diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output, why);
     return false;
   };
-  TempDir temp;
-  if (temp.path().empty()) return fail("cannot make a temporary directory");
-  const std::string ptxas = Ptxas();
-  const std::string arch(synth::Spelling(target));
-  // The cubin of `ptx` (empty without ptxas); false, with the failure reported, when ptxas refuses it.
-  auto assemble = [&](const std::string& ptx, const std::string& base, const std::string& what, std::string& cubin) {
-    cubin.clear();
-    if (ptxas.empty()) return true;
-    std::ofstream(base + ".ptx") << ptx;
-    std::string log;
-    if (RunCommand(Quote(ptxas) + " -arch=" + arch + " -o " + Quote(base + ".cubin") + " " + Quote(base + ".ptx"),
-                   log) != 0) {
-      fail("ptxas rejected the PTX of " + what + ": " + OneLine(log));
+  if (!assembler.ok()) return fail("cannot make a temporary directory");
+  // The cubin of run `index` (empty without ptxas); false, with the failure reported, when ptxas refused it.
+  auto assembled = [&](std::size_t index, const std::string& what, std::string& cubin) {
+    Assembler::Run run = assembler.Take(index);
+    if (!run.ok) {
+      fail("ptxas rejected the PTX of " + what + ": " + OneLine(run.log));
       return false;
     }
-    std::ifstream in(base + ".cubin", std::ios::binary);
-    cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    cubin = std::move(run.cubin);
     return true;
   };
+  std::vector<std::size_t> arrays;
+  for (const codegen::ArrayUse& use : program.arrays)
+    arrays.push_back(assembler.Submit(use.kernel.device.ptx, use.kernel.device.entry));
+  std::vector<std::optional<std::pair<codegen::DeviceKernel, std::size_t>>> kernels(program.kernels.size());
   bool ok = GenerateKernels(program, target, sources, diagnostics, [&](std::size_t i, const codegen::DeviceKernel& d) {
-    std::string cubin;
-    if (!assemble(d.ptx, temp.path() + "/" + d.entry + "." + std::to_string(i),
-                  "`" + program.kernels[i].kernel.name + "`", cubin))
-      return;
-    codegen::AttachKernel(program, i, d, cubin);
+    kernels[i].emplace(d, assembler.Submit(d.ptx, d.entry + "." + std::to_string(i)));
   });
-  if (!ok || diagnostics.has_errors()) return false;
-  for (std::size_t i = 0; i < program.arrays.size(); ++i) {
-    const codegen::ArrayUse& use = program.arrays[i];
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    if (!kernels[i]) continue;
     std::string cubin;
-    if (!assemble(use.kernel.device.ptx, temp.path() + "/" + use.kernel.device.entry,
-                  "array kernel " + use.name + " of `main`", cubin))
-      return false;
-    codegen::AttachArrayKernel(program, i, cubin);
+    if (!assembled(kernels[i]->second, "`" + program.kernels[i].kernel.name + "`", cubin)) continue;
+    codegen::AttachKernel(program, i, kernels[i]->first, cubin);
   }
+  if (!ok || diagnostics.has_errors()) return false;
+  // `random`'s kernels, generated (and their runs started) before the array kernels' cubins are taken.
+  std::vector<std::pair<Result<codegen::DeviceKernel, std::string>, std::size_t>> randoms;
   for (Dtype dtype : program.randoms) {
     auto device = codegen::EmitRandomKernel(dtype, target);
+    std::size_t run = device ? assembler.Submit(device->ptx, device->entry) : 0;
+    randoms.emplace_back(std::move(device), run);
+  }
+  for (std::size_t i = 0; i < program.arrays.size(); ++i) {
+    std::string cubin;
+    if (!assembled(arrays[i], "array kernel " + program.arrays[i].name + " of `main`", cubin)) return false;
+    codegen::AttachArrayKernel(program, i, cubin);
+  }
+  for (std::size_t i = 0; i < program.randoms.size(); ++i) {
+    Dtype dtype = program.randoms[i];
+    auto& [device, run] = randoms[i];
     if (!device)
       return fail("cannot generate `random`'s kernel for " + std::string(Spelling(dtype)) + ": " + device.error());
     std::string cubin;
-    if (!assemble(device->ptx, temp.path() + "/" + device->entry,
-                  "`random`'s kernel for " + std::string(Spelling(dtype)), cubin))
-      return false;
+    if (!assembled(run, "`random`'s kernel for " + std::string(Spelling(dtype)), cubin)) return false;
     codegen::AttachRandomKernel(program, dtype, *device, cubin);
   }
   if (!ok || diagnostics.has_errors()) return false;
@@ -451,10 +578,16 @@ std::optional<std::string> RuntimeArchive(const std::string& output, Diagnostics
   return std::nullopt;
 }
 
-}  // namespace
+// Has LowerMain start each array kernel's ptxas run as it generates the kernel (HostOptions::
+// array_kernel), while it goes on to the next: BuildObject then takes these runs.
+void AssembleArraysEarly(codegen::HostOptions& host, Assembler& assembler) {
+  host.array_kernel = [&assembler](const codegen::ArrayUse& use) {
+    assembler.Submit(use.kernel.device.ptx, use.kernel.device.entry);
+  };
+}
 
 bool BuildExecutable(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
-                     const std::string& output, Diagnostics& diagnostics) {
+                     const std::string& output, Diagnostics& diagnostics, Assembler& assembler) {
   auto fail = [&](const std::string& why) {
     diagnostics.Emit(DiagnosticKind::HostBuildFailed, Span{}, output, why);
     return false;
@@ -464,10 +597,18 @@ bool BuildExecutable(codegen::HostModule& program, synth::Target target, const S
   std::optional<std::string> runtime = RuntimeArchive(output, diagnostics);
   if (!runtime) return false;
   const std::string object = temp.path() + "/main.o";
-  if (!BuildObject(program, target, sources, output, object, diagnostics)) return false;
+  if (!BuildObject(program, target, sources, output, object, diagnostics, assembler)) return false;
   auto linked = codegen::Link(Compiler(), object, *runtime, output);
   if (!linked) return fail(linked.error());
   return true;
+}
+
+}  // namespace
+
+bool BuildExecutable(codegen::HostModule& program, synth::Target target, const SourceManager& sources,
+                     const std::string& output, Diagnostics& diagnostics) {
+  Assembler assembler(target);
+  return BuildExecutable(program, target, sources, output, diagnostics, assembler);
 }
 
 GpuProbe ProbeGpu() {
@@ -513,6 +654,8 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   host.target = probe.target.value_or(synth::Target::Sm90a);
   std::optional<check::CheckResult> stdlib;
   Diagnostics warnings;
+  std::optional<Assembler> assembler;
+  if (probe.target) AssembleArraysEarly(host, assembler.emplace(*probe.target));
   auto program = LowerMainOf(module, vars, main, sources, stdlib, host, warnings);
   if (!program) {
     for (const Diagnostic& d : program.error()) diagnostics.Add(d);
@@ -524,7 +667,7 @@ std::optional<int> RunOnGpu(const Options& options, const core::Module& module, 
   // 3. Build, then run with FILE as `arg 0` and ARGS after it.
   TempDir temp;
   std::string exe = temp.path() + "/program";
-  if (temp.path().empty() || !BuildExecutable(*program, *probe.target, sources, exe, diagnostics)) {
+  if (temp.path().empty() || !BuildExecutable(*program, *probe.target, sources, exe, diagnostics, *assembler)) {
     std::string why =
         diagnostics.all().empty() ? "cannot make a temporary directory" : Located(sources, diagnostics.all().front());
     return give_up("`main` does not build for " + std::string(synth::Spelling(*probe.target)) + " (" + why + ")");
@@ -596,6 +739,8 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
     if (main) {
       codegen::HostOptions host;
       host.target = *target;
+      std::optional<Assembler> assembler;
+      if (!emit) AssembleArraysEarly(host, assembler.emplace(*target));
       auto program = LowerMainOf(c, host, *main);
       if (program && emit) {
         // The kernels `main` calls, then (LLVM IR) its host module.
@@ -620,7 +765,7 @@ int RunBuild(const Options& options, std::ostream& out, std::ostream& err) {
         if (!program) {
           for (const Diagnostic& d : program.error()) c.diagnostics.Add(d);
         } else if (!options.warnings_as_errors || options.no_warnings || !Warned(c.diagnostics)) {
-          BuildExecutable(*program, *target, c.sources, options.output, c.diagnostics);
+          BuildExecutable(*program, *target, c.sources, options.output, c.diagnostics, *assembler);
         }
         return Report(options, c.sources, c.diagnostics, err);
       }
@@ -996,7 +1141,8 @@ int RunBuildShared(const Options& options, std::ostream& err) {
       e.signature += result_types.size() == 1 ? results : "(" + results + ")";
     }
     const std::string object = temp.path() + "/export" + std::to_string(i) + ".o";
-    if (!BuildObject(*program, *target, c.sources, options.output, object, c.diagnostics))
+    Assembler assembler(*target);
+    if (!BuildObject(*program, *target, c.sources, options.output, object, c.diagnostics, assembler))
       return Report(options, c.sources, c.diagnostics, err);
     objects.push_back(object);
     exports.push_back(std::move(e));
