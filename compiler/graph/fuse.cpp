@@ -355,7 +355,8 @@ class Fuser {
   // the data lives until it runs. Otherwise nothing, and `why` says why not (after a `;`) when there
   // is a reason beyond the target.
   std::optional<InPlaceRead> InPlace(NodeId x, NodeId user, std::string& why) const {
-    auto read = ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype));
+    auto known = read_of_.find(x.index);  // ChooseViews asked already
+    auto read = known != read_of_.end() ? known->second : ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype));
     if (!options_.views_in_place) {
       if (read) why = "; read in place on sm_90a, whose kernels copy by TMA";
       return std::nullopt;
@@ -381,12 +382,6 @@ class Fuser {
       return std::nullopt;
     }
     return std::move(*read);
-  }
-
-  static std::size_t MapDims(const InPlaceRead& read) {
-    std::size_t dims = 0;
-    for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
-    return dims;
   }
 
   // The predicted bytes of a value of `n`'s type, its sizes known only at run time taken as 4096
@@ -446,7 +441,7 @@ class Fuser {
       if (g_.result && *g_.result == x) choice.why = "`main` returns it";
       for (NodeId v = Get(x).args.at(0); Get(v).kind == Kind::View; v = Get(v).args.at(0))
         if (users_[v.index].size() != 1) choice.why = "a view below it has another reader";
-      auto read = ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype));
+      const auto& read = read_of_.emplace(index, ReadInPlace(g_, x, TmaBoxColumns(Get(x).dtype))).first->second;
       if (!read) choice.why = read.error();
       if (read && rs.size() > 1 && !read->when.empty()) choice.why = "its alignment is known only at run time";
       if (rs.size() > 1 && run_time.count(index)) choice.why = "an attention at run-time sizes reads it";
@@ -945,7 +940,8 @@ class Fuser {
   std::vector<Alternative> alternatives_;        // attention kernels decided at run time
   std::set<std::uint32_t> own_buffer_;           // values that share no buffer
   std::map<std::uint32_t, const ViewChoice*> choice_of_;  // ChooseViews' choice per view (in plan_.views)
-  std::map<std::uint32_t, std::size_t> read_until_;       // values read by a group its inputs do not say
+  std::map<std::uint32_t, weft::Result<InPlaceRead, std::string>> read_of_;  // ChooseViews' ReadInPlace per view
+  std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say
 };
 
 }  // namespace

@@ -95,6 +95,12 @@ std::string IsNot(const core::Dim& d) {
 
 }  // namespace
 
+std::size_t MapDims(const InPlaceRead& read) {
+  std::size_t dims = 0;
+  for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
+  return dims;
+}
+
 std::int64_t TmaBoxColumns(Dtype dtype) {
   return 128 / ((weft::Bits(dtype) + 7) / 8);
 }

@@ -33,6 +33,9 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 // A unit axis's stride is immaterial: it is given one that is aligned.
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
 
+// The dims of `read`'s TMA map: one per mode of each axis.
+std::size_t MapDims(const InPlaceRead& read);
+
 // The box along the last axis of the stdlib kernels' TMA copies of `dtype`: 128 bytes (the 128-byte
 // swizzle's span), so 64 elements of bf16 or f16.
 std::int64_t TmaBoxColumns(Dtype dtype);

@@ -365,9 +365,7 @@ class Printer {
           << "\n";
       if (!group.why.empty()) out << "    " << group.why << "\n";
       for (const InPlaceRead& read : group.in_place) {
-        std::size_t dims = 0;
-        for (const core::StridedAxis& axis : read.layout.axes) dims += axis.modes.size();
-        out << "    reads " << Ref(read.view) << " in place (sm_90a): a " << dims << "-D TMA map of "
+        out << "    reads " << Ref(read.view) << " in place (sm_90a): a " << MapDims(read) << "-D TMA map of "
             << Layout(read.view);
         for (std::size_t f = 0; f < read.when.size(); ++f)
           out << (f == 0 ? " where " : " and ") << types_.Print(read.when[f].lhs) << " "
