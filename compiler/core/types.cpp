@@ -97,20 +97,41 @@ LayoutVarId VarStore::NewLayoutVar(std::string name) {
   return LayoutVarId(static_cast<std::uint32_t>(layouts_.size() - 1));
 }
 
+namespace {
+
+// Whether resolving would change DIM (some size variable it mentions is bound); allocates nothing,
+// so that resolving what is already resolved, the common case, costs no copies.
+bool HasBound(const VarStore& vars, const Dim& dim) {
+  for (const Term& term : dim.terms())
+    for (const Factor& factor : term.monomial) {
+      bool bound = factor.atom.kind == AtomKind::kVar ? vars.info(factor.atom.var).binding.has_value()
+                                                      : HasBound(vars, *factor.atom.operand);
+      if (bound) return true;
+    }
+  return false;
+}
+
+bool HasBound(const VarStore& vars, const Shape& shape) {
+  if (shape.spread && vars.info(*shape.spread).binding) return true;
+  for (const Dim& d : shape.before)
+    if (HasBound(vars, d)) return true;
+  for (const Dim& d : shape.after)
+    if (HasBound(vars, d)) return true;
+  return false;
+}
+
+}  // namespace
+
 LayoutRef VarStore::Resolve(const LayoutRef& layout) const {
   // Only dims have bindings to apply: most layouts (null, variables) have none.
   if (!layout || std::holds_alternative<Layout::NotStrided>(layout->node) ||
       std::holds_alternative<Layout::Var>(layout->node))
     return layout;
   if (const auto* view = std::get_if<StridedView>(&layout->node)) {
-    auto bound = [this](const Dim& d) {
-      for (SizeVarId v : d.Vars())
-        if (info(v).binding) return true;
-      return false;
-    };
-    bool any = bound(view->offset);
+    bool any = HasBound(*this, view->offset);
     for (const StridedAxis& axis : view->axes)
-      for (const StridedMode& mode : axis.modes) any = any || bound(mode.extent) || bound(mode.stride);
+      for (const StridedMode& mode : axis.modes)
+        any = any || HasBound(*this, mode.extent) || HasBound(*this, mode.stride);
     if (!any) return layout;
   }
   LayoutMap map;
@@ -126,6 +147,7 @@ Elem VarStore::Resolve(const Elem& elem) const {
 }
 
 Dim VarStore::Resolve(const Dim& dim) const {
+  if (!HasBound(*this, dim)) return dim;
   std::map<SizeVarId, Dim> subst;
   for (SizeVarId var : dim.Vars()) {
     if (info(var).binding) subst.emplace(var, Resolve(*info(var).binding));
@@ -137,6 +159,7 @@ Dim VarStore::Resolve(const Dim& dim) const {
 }
 
 Shape VarStore::Resolve(const Shape& shape) const {
+  if (!HasBound(*this, shape)) return shape;
   Shape out;
   for (const Dim& d : shape.before) out.before.push_back(Resolve(d));
   std::optional<ShapeVarId> spread = shape.spread;
@@ -178,12 +201,23 @@ TypeRef VarStore::Resolve(const TypeRef& type) const {
           const TypeVarInfo& var = info(node.var);
           return var.binding ? Resolve(var.binding) : type;
         } else if constexpr (std::is_same_v<T, TensorType>) {
-          return MakeTensor(Resolve(node.elem), Resolve(node.shape), Resolve(node.layout));
+          // A type with nothing bound in it is its own resolution: no copy.
+          bool elem_bound = node.elem.is_var() && info(node.elem.var()).binding;
+          LayoutRef layout = Resolve(node.layout);
+          if (!elem_bound && layout == node.layout && !HasBound(*this, node.shape)) return type;
+          return MakeTensor(Resolve(node.elem), Resolve(node.shape), std::move(layout));
         } else if constexpr (std::is_same_v<T, FunctionType>) {
-          return MakeFunction(Resolve(node.param), Resolve(node.result));
+          TypeRef param = Resolve(node.param), result = Resolve(node.result);
+          if (param == node.param && result == node.result) return type;
+          return MakeFunction(std::move(param), std::move(result));
         } else if constexpr (std::is_same_v<T, TupleType>) {
           std::vector<TypeRef> elements;
-          for (const TypeRef& e : node.elements) elements.push_back(Resolve(e));
+          bool same = true;
+          for (const TypeRef& e : node.elements) {
+            elements.push_back(Resolve(e));
+            same = same && elements.back() == e;
+          }
+          if (same) return type;
           return MakeTuple(std::move(elements));
         } else {
           return type;
