@@ -39,6 +39,7 @@
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
+#include "graph/layout.h"
 #include "tile/lower.h"
 #include "tile/stores.h"
 #include "weft/numerics.h"
@@ -140,6 +141,10 @@ class Lowering {
   void EmitChecks(std::size_t upto);
   // The run-time value of a node the host reads: made when first needed for a literal or a size.
   const HTensor& TensorOf(graph::NodeId id);
+  // A kernel call's argument: TensorOf, or for a view the call reads in place (graph::ReadDense)
+  // the tensor that holds its data seen from the view's offset with its shape (made at each call:
+  // a call in one branch of a run-time choice must not use a value of another).
+  const HTensor& ArgumentOf(graph::NodeId id);
   llvm::Value* StringOf(graph::NodeId id);
   llvm::Value* Size(SizeVarId var, Span span);
   llvm::Value* DimValue(const Dim& dim, Span span) {
@@ -179,6 +184,7 @@ class Lowering {
   llvm::IRBuilder<> b_;
   llvm::Function* main_ = nullptr;
   std::vector<std::optional<HTensor>> values_;   // per node
+  std::deque<HTensor> views_;                    // ArgumentOf's views (stable addresses)
   std::vector<llvm::Value*> strings_;            // per String node: its const char*
   std::vector<llvm::Value*> marks_;              // per TimeBegin node: its mark
   std::map<std::uint32_t, llvm::Value*> sizes_;  // `main`'s size variables, once a `load` binds them
@@ -319,6 +325,22 @@ const HTensor& Lowering::TensorOf(graph::NodeId id) {
   }
   value = std::move(t);
   return *value;
+}
+
+const HTensor& Lowering::ArgumentOf(graph::NodeId id) {
+  const graph::Node& n = g_.Get(id);
+  if (n.kind != graph::Kind::View || plan_.buffer_of[id.index] >= 0) return TensorOf(id);
+  weft::Result<graph::DenseRead, std::string> read = graph::ReadDense(g_, id);
+  if (!read)
+    WEFT_INTERNAL_ERROR("host codegen: a called kernel reads the view at " + Where(n.span) + ": " + read.error());
+  const HTensor& base = TensorOf(read->root);
+  HTensor& view = views_.emplace_back();
+  view.dtype = n.dtype;
+  for (const Dim& d : n.shape) view.dims.push_back(DimValue(d, n.span));
+  view.handle = b_.CreateCall(Runtime("weft_program_view_of", Ptr(), {Ptr(), b_.getInt64Ty(), b_.getInt32Ty(), Ptr()}),
+                              {base.handle, DimValue(read->offset, n.span),
+                               I32(static_cast<std::int64_t>(view.dims.size())), Array(b_.getInt64Ty(), view.dims)});
+  return view;
 }
 
 llvm::Value* Lowering::StringOf(graph::NodeId id) {
@@ -507,7 +529,7 @@ void Lowering::LowerCall(const graph::Group& group) {
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const tile::Param& param = kernel.params[p];
     if (param.out) continue;
-    const HTensor& arg = TensorOf(call.args.at(next_arg++));
+    const HTensor& arg = ArgumentOf(call.args.at(next_arg++));
     const tile::Value& v = kernel.Get(param.value);
     if (v.space == tile::Space::Scalar) {
       scalars.push_back(arg.handle);

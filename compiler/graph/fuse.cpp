@@ -207,16 +207,26 @@ class Fuser {
       std::int64_t only = users.size() == 1 ? *users.begin() : -1;
       graph::Group* group = only >= 0 ? &plan_.groups[static_cast<std::size_t>(only)] : nullptr;
       if (n.kind == Kind::View) {
-        // Views move no data: one kernel reads through it, several each do. The host and kernel
-        // calls read dense tensors: a view they read is copied by an elementwise kernel.
+        // Views move no data: one kernel reads through it, several each do. The host reads dense
+        // tensors, and a called kernel a dense one at an aligned offset (ReadDense): a view they
+        // read otherwise is copied by an elementwise kernel.
         bool dense = g_.result && *g_.result == id;
         std::string copy;
         const bool read_in_place = in_place_.count(id.index) > 0;
         for (std::int64_t u : users) {
           GroupKind k = plan_.groups[static_cast<std::size_t>(u)].kind;
           const bool attention = k == GroupKind::Attention && !read_in_place;
-          dense = dense || k == GroupKind::Host || k == GroupKind::Call || attention;
+          dense = dense || k == GroupKind::Host || attention;
           if (attention) copy = kAttentionCopy;
+        }
+        // A view that another view reads is read as that one is.
+        for (NodeId u : users_[id.index]) {
+          if (Get(u).kind != Kind::Kernel) continue;
+          weft::Result<DenseRead, std::string> read = ReadDense(g_, id);
+          if (read) continue;
+          dense = true;
+          copy = "a copy: `" + Get(u).text + "` reads a row-major tensor, and " + read.error();
+          break;
         }
         if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second;
         if (dense) {

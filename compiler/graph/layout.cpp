@@ -105,6 +105,40 @@ std::int64_t TmaBoxColumns(Dtype dtype) {
   return 128 / ((weft::Bits(dtype) + 7) / 8);
 }
 
+namespace {
+
+// The program's run-time checks made before node `id` (the `where` facts of the definitions it
+// calls), as the solver takes them.
+std::vector<solver::Fact> FactsBefore(const Graph& graph, NodeId id) {
+  std::vector<solver::Fact> facts;
+  for (const Check& check : graph.checks)
+    if (check.before <= id.index) facts.push_back({{check.fact.lhs, check.fact.relation, check.fact.rhs}, check.what});
+  return facts;
+}
+
+}  // namespace
+
+weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
+  core::ViewResult layout = LayoutOf(graph, id);
+  if (!layout) return "it has no strided layout (" + layout.error() + ")";
+  NodeId root = id;
+  while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
+  core::StridedView at_zero = *layout;
+  at_zero.offset = core::Dim();
+  if (!core::IsRowMajor(at_zero)) return "its layout " + core::ToString(*layout) + " is not row-major";
+  const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
+  core::DimFact fact;
+  switch (Aligned16(layout->offset, e, FactsBefore(graph, id), fact)) {
+    case Alignment::kProved:
+      return DenseRead{root, layout->offset};
+    case Alignment::kRefuted:
+      return "its offset" + Elements(layout->offset) + IsNot(layout->offset) + " a multiple of 16 bytes";
+    case Alignment::kRunTime:
+      break;
+  }
+  return "its offset " + core::ToString(layout->offset) + " is a multiple of 16 bytes only for some sizes";
+}
+
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {
   core::ViewResult layout = LayoutOf(graph, id);
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
@@ -112,9 +146,7 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
   while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
   const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
   InPlaceRead read{id, root, *layout, {}};
-  std::vector<solver::Fact> facts;
-  for (const Check& check : graph.checks)
-    if (check.before <= id.index) facts.push_back({{check.fact.lhs, check.fact.relation, check.fact.rhs}, check.what});
+  const std::vector<solver::Fact> facts = FactsBefore(graph, id);
   std::vector<core::StridedAxis>& axes = read.layout.axes;
   const std::size_t rank = axes.size();
   if (rank < 2) return std::string("it is of rank ") + std::to_string(rank) + ", and a TMA map needs 2 or more";

@@ -33,6 +33,19 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id);
 // A unit axis's stride is immaterial: it is given one that is aligned.
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols);
 
+// How a called kernel (a `kernel` of the program) reads view `id` without a copy. A kernel's tensor
+// parameter admits a row-major layout at an offset whose address is 16 bytes aligned (its TMA boxes
+// and 16-byte vectors need no more; docs/graph.md, "Views a called kernel reads"): the view is then
+// read through the tensor that holds its data (`root`), at `offset` elements. Such views are a
+// reshape, a slice or constant index of leading axes, a permutation undone. Otherwise why not: a
+// layout that is not row-major, an offset not proved aligned (by the normal form or by the solver
+// under the program's checks before the view; one that only run-time sizes decide is copied too).
+struct DenseRead {
+  NodeId root;
+  core::Dim offset;
+};
+weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id);
+
 // The dims of `read`'s TMA map: one per mode of each axis.
 std::size_t MapDims(const InPlaceRead& read);
 

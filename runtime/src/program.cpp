@@ -460,6 +460,21 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
   return Keep(std::move(t));
 }
 
+weft_tensor* weft_program_view_of(weft_tensor* base, int64_t offset, int32_t rank, const int64_t* shape) {
+  auto t = std::make_unique<weft_tensor>();
+  t->host.dtype = base->host.dtype;
+  t->host.shape = Shape(rank, shape);
+  if (ShapesOnly()) return Keep(std::move(t));
+  if (offset < 0 || offset + t->host.Count() > base->host.Count())
+    weft_failf("internal error: a view of %lld elements at %lld is outside its tensor of %lld (a bug in weft's graph)",
+               static_cast<long long>(t->host.Count()), static_cast<long long>(offset),
+               static_cast<long long>(base->host.Count()));
+  t->device = OnDevice(*base) + static_cast<weft_device_ptr>(weft::runtime::ByteSize(t->host.dtype, offset));
+  t->on_device = true;
+  t->borrowed = true;  // the base's memory: never freed or handed on through the view
+  return Keep(std::move(t));
+}
+
 void weft_program_launch(weft_program_kernel* kernel, const int64_t* grid, weft_tensor* const* tensors,
                          const int64_t* sizes, weft_tensor* const* scalars) {
   weft_program_launch_views(kernel, grid, tensors, sizes, scalars, nullptr);

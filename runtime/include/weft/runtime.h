@@ -385,6 +385,10 @@ weft_tensor* weft_program_buffer(weft_dtype dtype, int32_t rank, const int64_t* 
 /* An `out` parameter of a kernel call that may not store every element: weft_program_buffer, then
  * zero-filled (on the GPU, in stream order). */
 weft_tensor* weft_program_out(weft_dtype dtype, int32_t rank, const int64_t* shape, weft_tensor* reuse);
+/* A kernel call's argument that is a view of `base` read in place (graph::ReadDense): its elements
+ * are `base`'s from `offset` on, row-major with `shape`. It shares `base`'s device memory (copied
+ * there first if `base` is only on the host) and is only read. */
+weft_tensor* weft_program_view_of(weft_tensor* base, int64_t offset, int32_t rank, const int64_t* shape);
 /* Launches `kernel` on `grid` (x, y, z; no launch when one of them is 0) with its tensor parameters
  * (source order, `out` ones included), its sizes (as `size_order` indexes them) and its scalar
  * parameters (source order). Inputs are copied to the GPU if they are not there yet. */
