@@ -502,7 +502,7 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
   std::string out;
   auto line = [&](const LayoutFact& fact) {
     out += "  view " + (fact.call.valid() ? where(fact.call) + " -> " : "") + where(fact.span) + " @ " +
-           printer.Print(fact.layout) + "\n";
+           printer.Print(fact.layout) + (fact.read.empty() ? "" : ": " + fact.read) + "\n";
   };
   for (const LayoutFact& fact : def.scheme.layouts) line(fact);
   for (const LayoutFact& fact : def.views) line(fact);

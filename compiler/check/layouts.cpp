@@ -271,6 +271,31 @@ class LayoutStage {
     const TensorType* t = TensorOf(e.type);
     return t ? MakeTensor(t->elem, t->shape, layout) : Owned(e.type);
   }
+  // A kernel call's arguments whose layouts are known and not row: whether the kernel's parameter
+  // admits each (core::AdmitsRow, on the normal forms: the graph decides with the program's checks
+  // too), noted on the view's line (`weft check --layouts`).
+  void AdmitArguments(const std::string& kernel, const std::vector<core::ExprId>& exprs,
+                      const std::vector<TypeRef>& args) {
+    for (std::size_t i = 0; i < args.size() && i < exprs.size(); ++i) {
+      const TensorType* t = TensorOf(args[i]);
+      const auto* view = t && t->layout ? std::get_if<StridedView>(&t->layout->node) : nullptr;
+      const Elem elem = t ? vars_.Resolve(t->elem) : Elem{};
+      if (!view || elem.is_var()) continue;
+      weft::Result<Dim, std::string> admitted = core::AdmitsRow(*view, (weft::Bits(elem.dtype()) + 7) / 8, {},
+                                                                [&](SizeVarId v) { return vars_.info(v).name; });
+      std::string read =
+          admitted ? "`" + kernel + "` reads it in place" : "`" + kernel + "` reads a copy: " + admitted.error();
+      Span span = module_.Get(exprs[i]).span;
+      auto it = std::find_if(known.begin(), known.end(), [&](const LayoutFact& f) {
+        return f.span.file == span.file && f.span.begin == span.begin && f.span.end == span.end && !f.call.valid();
+      });
+      if (it != known.end()) {
+        it->read = read;
+      } else {
+        known.push_back({t->layout, span, {}, read});
+      }
+    }
+  }
   void Note(const LayoutFact& fact) {
     if (IsKnown(fact.layout)) {
       known.push_back(fact);
@@ -440,7 +465,9 @@ TypeRef LayoutStage::Apply(const core::Expr& e, const core::expr::Apply& apply) 
     Match(function->param, arg, subst);
     type = function->result;
   }
-  if (std::holds_alternative<core::expr::Global>(callee_expr.node)) {
+  if (const auto* global = std::get_if<core::expr::Global>(&callee_expr.node)) {
+    const core::Def* def = module_.Find(global->name);
+    if (def && def->kernel) AdmitArguments(global->name, apply.args, args);
     // The views the callee's scheme keeps, as this call makes them.
     if (auto it = instances_.find(SpanKey(callee_expr.span)); it != instances_.end()) {
       // Resolved first: the instance's sizes were unified with the arguments' after it was made.

@@ -216,4 +216,37 @@ std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes, const L
       layout->node);
 }
 
+Alignment Aligned16(const Dim& elements, std::int64_t element_bytes, const ProveFact& prove, DimFact& fact) {
+  auto bytes = Mul(elements, Dim::Constant(element_bytes));
+  if (!bytes) return Alignment::kRefuted;
+  if (DivExact(*bytes, 16)) return Alignment::kProved;
+  // Element sizes divide 16 bytes: a multiple of 16 bytes is a multiple of 16 / element_bytes elements.
+  auto rest = Mod(elements, 16 / std::min<std::int64_t>(element_bytes, 16));
+  if (!rest || bytes->AsConstant()) return Alignment::kRefuted;
+  fact = DimFact{*rest, RelOp::kEq, Dim::Constant(0), {}};
+  std::optional<bool> proved = prove ? prove(fact) : std::nullopt;
+  if (!proved) return Alignment::kRunTime;
+  return *proved ? Alignment::kProved : Alignment::kRefuted;
+}
+
+weft::Result<Dim, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes, const ProveFact& prove,
+                                         const SizeVarNames& names) {
+  StridedView at_zero = layout;
+  at_zero.offset = Dim();
+  if (!IsRowMajor(at_zero)) return "its layout " + ToString(layout, names) + " is not row-major";
+  DimFact fact;
+  switch (Aligned16(layout.offset, element_bytes, prove, fact)) {
+    case Alignment::kProved:
+      return layout.offset;
+    case Alignment::kRefuted:
+      break;
+    case Alignment::kRunTime:
+      return "its offset " + ToString(layout.offset, names) + " is a multiple of 16 bytes only for some sizes";
+  }
+  std::optional<std::int64_t> c = layout.offset.AsConstant();
+  return c ? "its offset of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s") +
+                 " is not a multiple of 16 bytes"
+           : "its offset " + ToString(layout.offset, names) + " is never a multiple of 16 bytes";
+}
+
 }  // namespace weft::core

@@ -104,4 +104,26 @@ void CollectLayoutVars(const LayoutRef& layout, std::vector<LayoutVarId>& out);
 using LayoutVarNames = std::function<std::string(LayoutVarId)>;
 std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes = {}, const LayoutVarNames& vars = {});
 
+// ---------------------------------------------------------------------------------------------------
+// What a called kernel's tensor parameter admits (docs/graph.md, "Views a called kernel reads")
+
+// A prover of facts about dims: true where the fact holds, false where it is refuted, nothing where
+// only run-time sizes decide (the graph's proves under the program's checks with the solver; the
+// checker's has the normal forms alone).
+using ProveFact = std::function<std::optional<bool>(const DimFact& fact)>;
+
+enum class Alignment : std::uint8_t { kProved, kRefuted, kRunTime };
+
+// Whether `elements` of `element_bytes` each are a multiple of 16 bytes: by the normal form, else
+// by `prove`. Where neither decides, `fact` is the condition for the run-time sizes, in elements
+// (`n % 8 == 0` for n bf16 elements).
+Alignment Aligned16(const Dim& elements, std::int64_t element_bytes, const ProveFact& prove, DimFact& fact);
+
+// A kernel's tensor parameter admits a row-major layout at an offset whose address is a multiple of
+// 16 bytes (its tiles' addresses, TMA boxes and 16-byte vectors come from the parameter's shape).
+// Gives `layout`'s offset where `layout` is one, else why not: not row-major (its layout printed
+// with `names`), or an offset not proved aligned.
+weft::Result<Dim, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes, const ProveFact& prove,
+                                         const SizeVarNames& names = {});
+
 }  // namespace weft::core

@@ -217,6 +217,8 @@ struct LayoutFact {
   LayoutRef layout;
   Span span;  // the view
   Span call;  // the call in this definition that brought a callee's view in (invalid for its own)
+  // A kernel call's argument: how the kernel reads it (in place, or a copy and why: AdmitsRow).
+  std::string read;
 };
 
 // A definition's type scheme: its type, the variables quantified in it, and its `where` facts

@@ -55,31 +55,28 @@ core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
 
 namespace {
 
-enum class Alignment : std::uint8_t { kProved, kRefuted, kRunTime };
+using core::Alignment;
 
-// Whether `elements` of `element_bytes` each are a multiple of 16 bytes: by the normal form, else
-// by the solver under `facts` (the program's run-time checks made before the view is read: the
-// `where` facts of the definitions it calls, say `k % 8 == 0`). A dim over sizes that neither
-// proves nor refutes is known at run time: `fact` is then the condition to check there.
+// Facts proved by the solver under `facts` (the program's run-time checks made before a view is
+// read: the `where` facts of the definitions it calls, say `k % 8 == 0`); nothing without facts.
+core::ProveFact SolverProver(const std::vector<solver::Fact>& facts) {
+  if (facts.empty()) return {};
+  return [facts](const core::DimFact& goal) -> std::optional<bool> {
+    static thread_local solver::Solver prover;
+    switch (prover.Prove(facts, {goal.lhs, goal.relation, goal.rhs}).verdict) {
+      case solver::Verdict::kProved:
+        return true;
+      case solver::Verdict::kRefuted:
+        return false;
+      default:
+        return std::nullopt;
+    }
+  };
+}
+
 Alignment Aligned16(const core::Dim& elements, std::int64_t element_bytes, const std::vector<solver::Fact>& facts,
                     core::DimFact& fact) {
-  auto bytes = core::Mul(elements, core::Dim::Constant(element_bytes));
-  if (!bytes) return Alignment::kRefuted;
-  if (core::DivExact(*bytes, 16)) return Alignment::kProved;
-  // Element sizes divide 16 bytes: a multiple of 16 bytes is a multiple of 16 / element_bytes elements.
-  auto rest = core::Mod(elements, 16 / std::min<std::int64_t>(element_bytes, 16));
-  if (!rest || bytes->AsConstant()) return Alignment::kRefuted;
-  fact = core::DimFact{*rest, core::RelOp::kEq, core::Dim::Constant(0), {}};
-  if (facts.empty()) return Alignment::kRunTime;
-  static thread_local solver::Solver prover;
-  switch (prover.Prove(facts, {*rest, core::RelOp::kEq, core::Dim::Constant(0)}).verdict) {
-    case solver::Verdict::kProved:
-      return Alignment::kProved;
-    case solver::Verdict::kRefuted:
-      return Alignment::kRefuted;
-    default:
-      return Alignment::kRunTime;
-  }
+  return core::Aligned16(elements, element_bytes, SolverProver(facts), fact);
 }
 
 // ` of 3 elements` for a constant; nothing for a dim over sizes (whose names the graph lacks).
@@ -123,20 +120,10 @@ weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
   NodeId root = id;
   while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
-  core::StridedView at_zero = *layout;
-  at_zero.offset = core::Dim();
-  if (!core::IsRowMajor(at_zero)) return "its layout " + core::ToString(*layout) + " is not row-major";
-  const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
-  core::DimFact fact;
-  switch (Aligned16(layout->offset, e, FactsBefore(graph, id), fact)) {
-    case Alignment::kProved:
-      return DenseRead{root, layout->offset};
-    case Alignment::kRefuted:
-      return "its offset" + Elements(layout->offset) + IsNot(layout->offset) + " a multiple of 16 bytes";
-    case Alignment::kRunTime:
-      break;
-  }
-  return "its offset " + core::ToString(layout->offset) + " is a multiple of 16 bytes only for some sizes";
+  weft::Result<core::Dim, std::string> offset =
+      core::AdmitsRow(*layout, (weft::Bits(graph.Get(id).dtype) + 7) / 8, SolverProver(FactsBefore(graph, id)));
+  if (!offset) return offset.error();
+  return DenseRead{root, *offset};
 }
 
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {
