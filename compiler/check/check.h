@@ -16,7 +16,9 @@
 //     (definitions without parameters) are not, and their element types default (f32, i32).
 //  6. Elaborate to the core IR, then infer layouts on it (layouts.cpp, docs/layouts.md): a layout
 //     variable per parameter, views as layout expressions over them, `row` for every value that
-//     owns its data; at a call, the arguments' layouts substituted into the callee's.
+//     owns its data; at a call, the arguments' layouts substituted into the callee's. A kernel's
+//     tiles instead get layout variables related by constraints (tile_layouts.cpp) that synthesis
+//     solves per target.
 #pragma once
 
 #include <memory>
@@ -44,6 +46,9 @@ struct CheckedDef {
   // The views its body reads whose layouts are known: its own, and its callees' at its calls
   // (`weft check --layouts` prints them; in `main` every view is known).
   std::vector<LayoutFact> views;
+  // A kernel's tiles' layout variables and the constraints between them (core/tile_layout.h), as
+  // its core IR has them (KernelInfo::tiles); `weft check --layouts` prints them.
+  TileLayouts tiles;
 };
 
 struct CheckResult {
@@ -75,7 +80,11 @@ std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts 
 // What `weft check --layouts` prints after a definition's signature: a line per view whose layout
 // is not known yet (`view 3:11 `transpose x` @ transpose 'l1`) and per view whose layout is
 // (`view 5:3 `heads q` -> 3:11 `transpose y` @ (4, 3):(1, 4)`).
+// For a kernel, a line per tile's layout variable (`tile 'L1 `sa` : bf16[128, 64] @shared  (9:14)`)
+// and per constraint between them (`'L3 = 'L1  (the elementwise `exp` at 12:9)`) follow.
 std::string LayoutLines(const SourceManager& sources, const VarStore& vars, const CheckedDef& def);
+// Those lines of a kernel's tiles alone (tile_layouts.cpp; the REPL's `:type --layouts KERNEL`).
+std::string TileLayoutLines(const SourceManager& sources, const TileLayouts& tiles);
 
 class Checker;
 

@@ -506,7 +506,7 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
   };
   for (const LayoutFact& fact : def.scheme.layouts) line(fact);
   for (const LayoutFact& fact : def.views) line(fact);
-  return out;
+  return out + TileLayoutLines(sources, def.tiles);
 }
 
 }  // namespace weft::check

@@ -212,6 +212,11 @@ class Checker {
   // module_), of its scheme and of the views it reads.
   void InferLayouts(CheckedDef& checked);
 
+  // ---- tile_layouts.cpp ----
+  // A kernel's tile layout types (core/tile_layout.h): its tiles' layout variables and the
+  // constraints between them, on the kernel's core IR (the last of module_) and on `checked`.
+  void InferTileLayouts(CheckedDef& checked);
+
   // ---- sizes_known.cpp ----
   // E0246 for each size the definition reads (as a value, a shape argument, a slice bound) that no
   // value's shape gives before it; false if there was one.

@@ -10,6 +10,8 @@
 //     types), `mma` (f16/bf16 matrices into an f32 accumulator) and `store` (into a tile of an `out`
 //     parameter, which nothing else may read). The body's type is `()`.
 //  4. Obligations discharged, generalization and elaboration (elaborate.cpp) as for a `def`.
+//  5. Its tiles' layout types: a layout variable per register and shared tile, and the
+//     constraints between them (tile_layouts.cpp).
 // A layout written on a parameter's or an ascription's type (`@reg (128,64):(64,1)`) is evaluated
 // where it is read (PlacementOf) into a layout value, or why it has none, which core::Placement
 // carries to the tile IR and synthesis.
@@ -201,6 +203,7 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
   checked.runtime_checks = std::move(runtime_checks_);
   checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
   ElaborateKernel(kernel, checked, context);
+  InferTileLayouts(checked);
   Binding binding;
   binding.scheme = checked.scheme;
   Define(kernel.name.text, kernel.name.span, std::move(binding));

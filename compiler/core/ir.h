@@ -22,6 +22,7 @@
 #include "base/dtype.h"
 #include "base/source.h"
 #include "base/typed_id.h"
+#include "core/tile_layout.h"
 #include "core/types.h"
 #include "layout/expr.h"
 
@@ -164,6 +165,9 @@ struct KernelInfo {
   std::vector<std::optional<Placement>> param_spaces;  // per parameter: `@global` and a layout, if written
   std::vector<ExprId> grid;                            // 1 to 3 extents: SizeValue expressions (i64)
   ExprId threads;                                      // an i64 IntLit, a positive multiple of 32
+  // Its tiles' layout variables and the constraints between them (check/tile_layouts.cpp); empty
+  // until the checker's tile layout stage runs, and when the body had errors.
+  TileLayouts tiles;
 };
 
 // A top-level definition (`def` or `kernel`).

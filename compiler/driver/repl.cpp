@@ -622,6 +622,7 @@ struct Repl::State {
     // discharges (E0221).
     if (const core::Def* def = DefinitionInScope(Trim(text))) {
       out << SignatureOf(*def, layouts) << (def->ok ? "" : "  -- has errors") << "\n";
+      if (layouts && def->kernel) out << check::TileLayoutLines(sources, def->kernel->tiles);
       return;
     }
     int before = diagnostics.error_count();

@@ -392,6 +392,7 @@ class TileBuilder {
                              gemm_.Get(view.results[0]).shape);
     tile::OpId store = k_.Add(tile::Op{gemm_.Get(store_op_).span, tile::op::Store{dst, values.back()}, {}});
     k_.body.push_back(store);
+    NoteCopy(core::CopyKind::Store, values.back(), std::nullopt, gemm_.Get(store_op_).span, "`store`");
 #ifndef NDEBUG
     if (std::vector<std::string> violations = tile::Verify(k_); !violations.empty())
       WEFT_INTERNAL_ERROR("the tile IR of `" + k_.name + "` does not verify: " + violations.front());
@@ -456,6 +457,18 @@ class TileBuilder {
       k_.Add(std::move(op));
     }
     k_.body.assign(gemm_.body.begin(), gemm_.body.end() - 2);
+    // The gemm's layout constraints, but its store's (the epilogue stores its own value).
+    auto renamed_index = [&](std::int32_t v) {
+      return v == core::kNoTile
+                 ? v
+                 : static_cast<std::int32_t>(renamed(tile::ValueId(static_cast<std::uint32_t>(v))).index);
+    };
+    for (core::TileConstraint c : gemm_.layouts) {
+      if (c.relation == core::TileRelation::Copy && c.copy == core::CopyKind::Store) continue;
+      c.a = renamed_index(c.a);
+      c.b = renamed_index(c.b);
+      k_.layouts.push_back(std::move(c));
+    }
     const auto& view = std::get<tile::op::View>(gemm_.Get(view_op_).node);
     i_ = renamed(view.coords[0]);
     j_ = renamed(view.coords[1]);
@@ -493,7 +506,7 @@ class TileBuilder {
     switch (step.kind) {
       case Kind::Product:
         if (step.dtype == Dtype::F32) return acc_;
-        return Emit(step.span, tile::op::Cast{step.dtype, acc_}, step.dtype, tile::Space::Reg, Extents(kRows, kCols));
+        return Cast(step, acc_);
       case Kind::Load: {
         // regs (shared (tile x [1, 256] (0, j))), or [128, 256] (i, j) for a matrix.
         const bool matrix = e_.inputs[step.input].matrix;
@@ -505,12 +518,14 @@ class TileBuilder {
                                   tile::Space::Global, Extents(rows, kCols));
         tile::ValueId shared =
             Emit(step.span, tile::op::ToShared{view}, step.dtype, tile::Space::Shared, Extents(rows, kCols));
-        return Emit(step.span, tile::op::ToRegs{shared}, step.dtype, tile::Space::Reg, Extents(rows, kCols));
+        NoteCopy(core::CopyKind::ToShared, shared, std::nullopt, step.span, "`shared`");
+        tile::ValueId regs =
+            Emit(step.span, tile::op::ToRegs{shared}, step.dtype, tile::Space::Reg, Extents(rows, kCols));
+        NoteCopy(core::CopyKind::ToRegs, regs, shared, step.span, "`regs`");
+        return regs;
       }
       case Kind::Cast: {
-        tile::ValueId src = Operand(step.args[0], values);
-        std::vector<core::Dim> shape = k_.Get(src).shape;
-        return Emit(step.span, tile::op::Cast{step.dtype, src}, step.dtype, tile::Space::Reg, shape);
+        return Cast(step, Operand(step.args[0], values));
       }
       case Kind::Map: {
         std::vector<tile::ValueId> args;
@@ -520,10 +535,44 @@ class TileBuilder {
           const tile::Value& v = k_.Get(args.back());
           if (v.space == tile::Space::Reg && v.shape[0] == core::Dim::Constant(kRows)) rows = kRows;
         }
-        return Emit(step.span, tile::op::Map{step.fn, args}, step.dtype, tile::Space::Reg, Extents(rows, kCols));
+        tile::ValueId result =
+            Emit(step.span, tile::op::Map{step.fn, args}, step.dtype, tile::Space::Reg, Extents(rows, kCols));
+        std::vector<core::TileTerm> operands;
+        for (tile::ValueId a : args)
+          if (k_.Get(a).space == tile::Space::Reg) operands.push_back(Term(a));
+        core::ElementwiseConstraints(k_.layouts, step.fn, Term(result), operands, step.span);
+        return result;
       }
     }
     WEFT_INTERNAL_ERROR("an epilogue step of no kind");
+  }
+
+  // `cast` of a register tile: the same layout (core/tile_layout.h's rule, as the checker's).
+  tile::ValueId Cast(const EpilogueStep& step, tile::ValueId src) {
+    std::vector<core::Dim> shape = k_.Get(src).shape;
+    tile::ValueId result = Emit(step.span, tile::op::Cast{step.dtype, src}, step.dtype, tile::Space::Reg, shape);
+    k_.layouts.push_back(core::CastConstraint(Index(src), Index(result), step.span));
+    return result;
+  }
+
+  // The layout constraints of the ops this adds, over values (tile::Kernel::layouts).
+  static std::int32_t Index(tile::ValueId v) {
+    return static_cast<std::int32_t>(v.index);
+  }
+  core::TileTerm Term(tile::ValueId v) const {
+    core::TileTerm term{Index(v), {}};
+    for (const core::Dim& d : k_.Get(v).shape) term.shape.push_back(d.AsConstant().value_or(-1));
+    return term;
+  }
+  void NoteCopy(core::CopyKind kind, tile::ValueId a, std::optional<tile::ValueId> b, Span span, std::string who) {
+    core::TileConstraint c;
+    c.relation = core::TileRelation::Copy;
+    c.copy = kind;
+    c.a = Index(a);
+    c.b = b ? Index(*b) : core::kNoTile;
+    c.span = span;
+    c.who = std::move(who);
+    k_.layouts.push_back(std::move(c));
   }
 
   tile::ValueId Operand(const EpilogueOperand& x, const std::vector<tile::ValueId>& values) {

@@ -232,7 +232,7 @@ class Synthesizer {
 
   void Walk(const std::vector<OpId>& body, OpId loop, OpId enclosing);
   bool CheckMmas();
-  void BuildEdges();
+  void ReadConstraints();
   void EvaluatePins();
   std::optional<Attempt> Evaluate(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
   std::optional<Attempt> UnifyLayouts(const std::vector<int>& combo, std::optional<Diagnostic>& conflict);
@@ -391,56 +391,16 @@ bool Synthesizer::CheckMmas() {
   return ok;
 }
 
-// Step 2's structure: which tiles share a layout (unions) and which take a slice of another's.
-void Synthesizer::BuildEdges() {
-  for (OpId id : order_) {
-    const tile::Op& op = kernel_.Get(id);
-    auto is_tile = [&](ValueId v) { return V(v).space == tile::Space::Reg; };
-    std::visit(
-        [&](const auto& o) {
-          using T = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<T, tile::op::Map>) {
-            ValueId r = op.results[0];
-            const tile::Value& rv = V(r);
-            std::string who = "the elementwise `" + o.fn + "`";
-            for (ValueId a : o.args) {
-              if (!is_tile(a)) continue;
-              const tile::Value& av = V(a);
-              if (av.shape.size() == rv.shape.size() && ExtentOf(av).rows == ExtentOf(rv).rows &&
-                  ExtentOf(av).cols == ExtentOf(rv).cols) {
-                unions_.push_back({a, r, op.span, who});
-                continue;
-              }
-              Extent ea = ExtentOf(av), er = ExtentOf(rv);
-              SliceKeep keep = SliceKeep::None;
-              if (av.shape.size() == 1 && rv.shape.size() == 2)
-                keep = ea.rows == er.cols && ea.rows > 1 ? SliceKeep::Cols : SliceKeep::None;
-              else if (ea.rows == er.rows && ea.cols == 1)
-                keep = SliceKeep::Rows;
-              else if (ea.cols == er.cols && ea.rows == 1)
-                keep = SliceKeep::Cols;
-              slices_.push_back({a, r, keep, op.span, who + " (broadcasting " + Name(a) + ")"});
-            }
-          } else if constexpr (std::is_same_v<T, tile::op::Cast>) {
-            unions_.push_back({o.src, op.results[0], op.span, "`cast`"});
-          } else if constexpr (std::is_same_v<T, tile::op::Expand>) {
-            unions_.push_back({o.src, op.results[0], op.span, "`expand`"});
-          } else if constexpr (std::is_same_v<T, tile::op::Reduce>) {
-            SliceKeep keep = V(o.src).shape.size() >= 2 ? SliceKeep::Rows : SliceKeep::None;
-            slices_.push_back({op.results[0], o.src, keep, op.span, "the reduction `" + o.fn + "`"});
-          } else if constexpr (std::is_same_v<T, tile::op::Mma>) {
-            unions_.push_back({o.acc, op.results[0], op.span, "`mma`"});
-          } else if constexpr (std::is_same_v<T, tile::op::Loop>) {
-            std::string who = o.pipelined ? "the `pipeline`" : "the `loop`";
-            for (std::size_t i = 0; i < o.carried.size(); ++i) {
-              if (!is_tile(o.carried[i])) continue;
-              unions_.push_back({o.init[i], o.carried[i], op.span, who + " (its carried value)"});
-              unions_.push_back({o.yields[i], o.carried[i], op.span, who + " (its carried value)"});
-              unions_.push_back({op.results[i], o.carried[i], op.span, who + " (its result)"});
-            }
-          }
-        },
-        op.node);
+// Step 2's structure, as the checker recorded it (core/tile_layout.h, check/tile_layouts.cpp):
+// which tiles share a layout (Equal: unions) and which take a slice of another's (SliceOf).
+void Synthesizer::ReadConstraints() {
+  for (const core::TileConstraint& c : kernel_.layouts) {
+    ValueId a(static_cast<std::uint32_t>(c.a)), b(static_cast<std::uint32_t>(c.b));
+    if (c.relation == core::TileRelation::Equal) {
+      unions_.push_back({a, b, c.span, c.who});
+    } else if (c.relation == core::TileRelation::SliceOf) {
+      slices_.push_back({a, b, c.keep, c.span, c.broadcast ? c.who + " (broadcasting " + Name(a) + ")" : c.who});
+    }
   }
 }
 
@@ -1434,7 +1394,7 @@ bool Synthesizer::Tabulate() {
   CheckMmas();
   EvaluatePins();
   if (!errors_.empty()) return false;
-  BuildEdges();
+  ReadConstraints();
 
   for (OpId id : order_)
     for (ValueId r : kernel_.Get(id).results)

@@ -5,10 +5,12 @@
 //   1. Anchors: each `mma` takes the target's atom (mma.sync m16n8k16 on sm_80, wgmma m64nNk16 on
 //      sm_90a) and enumerates the tilings of warps (warpgroups) over its M x N tile; A, B and the
 //      accumulator get the tiled atom's TV layouts (wgmma's A and B stay in shared memory).
-//   2. Propagation by unification: elementwise ops, `cast`, `expand` and loop-carried values put
-//      their tiles in one class with one layout; a broadcast [M, 1] operand and a reduction's result
-//      get the slice of their parent's layout; pinned layouts join their class first. Two
-//      different layouts in one class are an error naming both ops; weft never inserts `convert`.
+//   2. Propagation by unification along the constraints the checker recorded between the tiles'
+//      layout variables (tile::Kernel::layouts; core/tile_layout.h states the rules): tiles that
+//      are Equal (elementwise ops, `cast`, `expand`, loop-carried values) form one class with one
+//      layout; a broadcast [M, 1] operand and a reduction's result (SliceOf) get the slice of their
+//      parent's layout; pinned layouts join their class first. Two different layouts in one class
+//      are an error naming both ops; weft never inserts `convert`.
 //   3. Realization: `regs` gets ldmatrix (x4/x2/x1, .trans for a K x N operand) when the Reg layout
 //      is ldmatrix-shaped, else the widest vector ld.shared; `shared` gets 16-byte cp.async spread
 //      coalesced over the threads (sm_80) or TMA boxes (sm_90a); `store` the widest st.global.

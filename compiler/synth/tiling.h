@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/tile_layout.h"
 #include "layout/atoms.h"
 #include "layout/bank_conflicts.h"
 #include "layout/swizzle.h"
@@ -36,7 +37,7 @@ layout::TvLayout TileMma(const layout::TvLayout& atom, Operand operand, std::int
 // coordinates. Nothing when a mode moves along both axes at once (no mma or vector layout does).
 std::optional<layout::TvLayout> TransposeTv(const layout::TvLayout& tv);
 
-enum class SliceKeep { Rows, Cols, None };
+using SliceKeep = core::SliceKeep;
 // The layout of a [rows, 1] (Rows), [1, cols] (Cols) or [1, 1] (None) tile whose elements are
 // broadcast to where the parent's are: thread modes along a dropped axis become stride 0 (several
 // threads hold the element), value modes along it disappear.

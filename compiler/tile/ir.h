@@ -6,7 +6,8 @@
 //   - Global values are a kernel's tensor parameters (symbolic extents) and tile views of them
 //     (`tile a [128, 64] (i, kk)`: constant extents, a position given by scalars);
 //   - Shared and Reg values are tiles with constant extents; each has a layout variable (its
-//     ValueId) that synthesis (compiler/synth) solves, unless the program pinned a layout.
+//     ValueId) that synthesis (compiler/synth) solves, unless the program pinned a layout. The
+//     checker's constraints between them (core/tile_layout.h) come with the kernel (`layouts`).
 // Control flow is structured: a kernel is one block; a `pipeline` (or `loop`) op owns a nested
 // block and carries values around it. `if` in kernels is only on scalars and lowers to `Map`
 // (`select`) on tiles; the lowering refuses the rest with a diagnostic.
@@ -27,6 +28,7 @@
 #include "base/source.h"
 #include "base/typed_id.h"
 #include "core/dim.h"
+#include "core/tile_layout.h"
 #include "core/types.h"
 #include "layout/expr.h"
 
@@ -180,6 +182,10 @@ struct Kernel {
 
   std::vector<Value> values;
   std::vector<Op> ops;
+  // The constraints between the tiles' layouts, as the checker recorded them between their layout
+  // variables (check/tile_layouts.cpp), here over values: a and b are ValueId indices. In the
+  // op order: a loop's before its body's.
+  std::vector<core::TileConstraint> layouts;
 
   ValueId Add(Value v) {
     values.push_back(std::move(v));

@@ -9,7 +9,10 @@
 //      Global view, `shared` Shared, `regs` Reg, arithmetic on scalars ScalarOp, on tiles Map.
 //   3. `loop` and `pipeline` open a nested block: each leaf of the state is a carried value, the body
 //      yields one value per leaf, the op's results are the state after the last iteration.
-//   4. A tile no operation reads is an error; then, in debug builds, the result is verified.
+//   4. A tile no operation reads is an error.
+//   5. The checker's layout constraints (core/tile_layout.h) are carried over: each of its layout
+//      variables names the expression (or loop state leaf) that makes its tile, whose value steps
+//      2 and 3 noted. Then, in debug builds, the result is verified.
 // The first operation the tier does not take stops the lowering with one diagnostic (E0500-E0549)
 // that points at it and, when two operations disagree, at the other one too.
 #include "tile/lower.h"
@@ -18,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "base/overloaded.h"
 #include "core/type_printer.h"
@@ -34,6 +38,7 @@ namespace ce = core::expr;
 // The checker's kernel-tier fields, gathered in one place.
 struct KernelFields {
   bool present = false;
+  const core::TileLayouts* tiles = nullptr;
   std::vector<bool> out;
   std::vector<std::optional<Pin>> param_layouts;
   std::vector<ExprId> grid;
@@ -43,6 +48,7 @@ KernelFields FieldsOf(const core::Def& def) {
   KernelFields fields;
   if (!def.kernel) return fields;
   fields.present = true;
+  fields.tiles = &def.kernel->tiles;
   fields.out = def.kernel->out;
   fields.grid = def.kernel->grid;
   fields.threads = def.kernel->threads;
@@ -103,7 +109,15 @@ std::string WhyNotInKernel(std::string_view name) {
 class Lowering {
  public:
   Lowering(const core::Module& module, const core::VarStore& vars, const core::Def& def)
-      : module_(module), vars_(vars), def_(def), fields_(FieldsOf(def)) {}
+      : module_(module), vars_(vars), def_(def), fields_(FieldsOf(def)) {
+    if (fields_.tiles) {
+      for (std::size_t i = 0; i < fields_.tiles->vars.size(); ++i) {
+        const core::TileLayoutVar& var = fields_.tiles->vars[i];
+        sites_.emplace(std::tuple{var.expr.index, var.leaf, var.carried}, i);
+      }
+      layout_values_.assign(fields_.tiles->vars.size(), ValueId());
+    }
+  }
 
   Result<Kernel, std::vector<Diagnostic>> Run();
 
@@ -182,6 +196,10 @@ class Lowering {
   void Place(const core::Expr& e, const Lowered& value);
   const Lowered& Lookup(const std::string& name, Span span) const;
   void CheckUses();
+  // Notes that `v` is leaf `leaf` of what `id` makes (with `carried`, of the state loop `id`
+  // carries), when the checker gave that tile a layout variable.
+  void Attach(ValueId v, ExprId id, std::uint32_t leaf = 0, bool carried = false);
+  void CarryLayouts();
 
   const core::Module& module_;
   const core::VarStore& vars_;
@@ -196,6 +214,8 @@ class Lowering {
   std::vector<OpId>* block_ = &kernel_.body;
   std::vector<std::pair<std::string, Lowered>> scope_;
   std::vector<Diagnostic> errors_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, std::size_t> sites_;  // -> the checker's variable
+  std::vector<ValueId> layout_values_;                                           // per variable
 };
 
 core::TensorType Lowering::TensorOf(const core::TypeRef& type, Span span) const {
@@ -393,6 +413,7 @@ Lowered Lowering::Expr(ExprId id) {
           },
       },
       e.node);
+  if (lowered.value) Attach(*lowered.value, id);
   Place(e, lowered);
   return lowered;
 }
@@ -705,6 +726,7 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
       Value copy = v;  // NewValue may move the values
       ValueId c = NewValue(copy.span, copy.dtype, copy.space, copy.shape);
       kernel_.Get(c).pin = copy.pin;
+      Attach(c, id, static_cast<std::uint32_t>(node.carried.size()), true);
       node.carried.push_back(c);
       return Lowered::Of(c);
     }
@@ -750,6 +772,7 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
       ValueId r = NewValue(e.span, copy.dtype, copy.space, copy.shape);
       kernel_.Get(r).pin = copy.pin;
       kernel_.Get(r).def = op;
+      Attach(r, id, static_cast<std::uint32_t>(results.size()));
       results.push_back(r);
       return Lowered::Of(r);
     }
@@ -761,6 +784,29 @@ Lowered Lowering::Loop(ExprId id, const ce::Loop& loop) {
   kernel_.ops[op.index].results = results;
   block_->push_back(op);
   return out;
+}
+
+void Lowering::Attach(ValueId v, ExprId id, std::uint32_t leaf, bool carried) {
+  auto it = sites_.find({id.index, leaf, carried});
+  if (it == sites_.end() || layout_values_[it->second].valid()) return;
+  layout_values_[it->second] = v;
+}
+
+void Lowering::CarryLayouts() {
+  if (!fields_.tiles) return;
+  auto value = [&](std::int32_t var) -> std::int32_t {
+    if (var == core::kNoTile) return core::kNoTile;
+    ValueId v = layout_values_[static_cast<std::size_t>(var)];
+    if (!v.valid())
+      WEFT_INTERNAL_ERROR("kernel lowering: the tile of layout variable " + std::to_string(var + 1) + " of `" +
+                          kernel_.name + "` was not lowered");
+    return static_cast<std::int32_t>(v.index);
+  };
+  for (core::TileConstraint c : fields_.tiles->constraints) {
+    c.a = value(c.a);
+    c.b = value(c.b);
+    kernel_.layouts.push_back(std::move(c));
+  }
 }
 
 void Lowering::CheckUses() {
@@ -873,6 +919,7 @@ Result<Kernel, std::vector<Diagnostic>> Lowering::Run() {
     }
     Expr(def_.body);
     CheckUses();
+    CarryLayouts();
   } catch (const Refused&) {
     return errors_;
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "check/check.h"
+#include "kernel_files.h"
 #include "solver/optimize.h"
 #include "syntax/parser.h"
 #include "synth/choose.h"
@@ -20,48 +21,6 @@
 
 namespace weft::synth {
 namespace {
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Every .weft file under the directories that holds a kernel (lit tests: their `--` lines are
-// comments to the parser too).
-std::vector<std::filesystem::path> KernelFiles() {
-  std::vector<std::filesystem::path> out;
-  for (const char* dir : {"stdlib", "examples", "tests/gpu/programs", "tests/lit"}) {
-    for (const auto& entry :
-         std::filesystem::recursive_directory_iterator(std::filesystem::path(WEFT_SOURCE_DIR) / dir)) {
-      if (entry.path().extension() != ".weft") continue;
-      if (ReadFile(entry.path()).find("kernel ") == std::string::npos) continue;
-      out.push_back(entry.path());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// The kernels of a file that check and lower (files that do not, and error tests, give none).
-std::vector<tile::Kernel> Kernels(const std::filesystem::path& path) {
-  SourceManager sources;
-  Diagnostics diagnostics;
-  FileId file = sources.Add(path.string(), ReadFile(path));
-  syntax::Ast ast = syntax::Parse(sources, file, diagnostics);
-  std::vector<tile::Kernel> out;
-  if (diagnostics.has_errors()) return out;
-  check::CheckOptions options;
-  options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
-  check::CheckResult result = check::Check(sources, ast, diagnostics, options);
-  if (diagnostics.has_errors()) return out;
-  for (const core::Def& def : result.module.defs()) {
-    if (!tile::IsKernel(def)) continue;
-    if (auto k = tile::Lower(result.module, result.vars, def)) out.push_back(std::move(*k));
-  }
-  return out;
-}
 
 // Z3 and the search on one space: both find an answer or neither does; Z3's is proved optimal and
 // its objective values are the search's.
