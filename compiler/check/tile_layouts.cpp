@@ -9,7 +9,8 @@
 //     reduction, `expand`, an elementwise op or `cast` on a register tile).
 //  2. Each shared and register tile gets a layout variable ('L1, 'L2, ...), with the place
 //     tile::Lower finds its value at (the expression, or a leaf of a loop's state).
-//  3. Each operation records its constraints (the rules are core/tile_layout.h's): Equal for
+//  3. Each operation records its constraints (elementwise ops', `cast`'s and reductions' by
+//     core/tile_layout.h's rules, which graph/epilogue.cpp applies too): Equal for
 //     elementwise ops of equal shape, `cast`, `expand`, mma's accumulator and result, and a loop's
 //     initial, carried, yielded and final values; SliceOf for reductions and broadcast operands;
 //     MmaOperand for mma's A, B and accumulator; Copy for `shared`, `regs`, `store` and `convert`;

@@ -4,9 +4,10 @@
 // variable takes depends on the target, and synthesis (compiler/synth) solves for it per target,
 // unifying along Equal and SliceOf from the anchors MmaOperand and Pinned give.
 //
-// The rules that say which relation an operation makes are stated once, here (the functions at the
-// end): the checker applies them to a kernel's body, and graph/epilogue.cpp to the ops it adds to
-// a stdlib gemm's tile IR.
+// Each rule that says which relation an operation makes is stated once: those of elementwise ops,
+// `cast` and reductions here (the functions at the end), which the checker applies to a kernel's
+// body and graph/epilogue.cpp to the ops it adds to a stdlib gemm's tile IR; the others (`expand`,
+// `mma`, loops, copies, views, pins) in check/tile_layouts.cpp, the one place that meets them.
 #pragma once
 
 #include <cstdint>
