@@ -760,6 +760,18 @@ std::optional<Attempt> Synthesizer::Evaluate(const std::vector<int>& combo, std:
   return at;
 }
 
+// Whether two shared layouts of an e.rows x e.cols tile put every element at the same offset.
+bool SameOffsets(const SwizzledLayout& a, const SwizzledLayout& b, Extent e) {
+  if (a.size() != b.size()) return false;
+  for (std::int64_t r = 0; r < e.rows; ++r)
+    for (std::int64_t c = 0; c < e.cols; ++c) {
+      IntTuple at = IntTuple::Tuple({r, c});
+      layout::Result<std::int64_t> x = a.Evaluate(at), y = b.Evaluate(at);
+      if (!x.ok() || !y.ok() || *x != *y) return false;
+    }
+  return true;
+}
+
 // A shared tile's candidate layouts: its pin; else on sm_80 row-major with each swizzle that fits
 // its 16-byte vectors; on sm_90a, boxes of each TMA swizzle mode that the tile's shape, its wgmma
 // readers' descriptors (`wgmma_a`: read as A, `wgmma_b`: as B) and the TMA box rules allow.
@@ -769,7 +781,7 @@ std::vector<SharedCandidate> Synthesizer::SharedCandidates(ValueId s, bool tma, 
   int eb = ElementBytes(sv.dtype);
   std::vector<SharedCandidate> candidates;
   Layout row_major(IntTuple::Tuple({e.rows, e.cols}), IntTuple::Tuple({e.cols, std::int64_t{1}}));
-  if (shared_pins_[s.index]) {
+  if (shared_pins_[s.index] && !tma) {
     candidates.push_back({shared_pins_[s.index]->layout});
   } else if (!tma) {
     int m = Log2(std::max(1, 16 / eb));
@@ -808,6 +820,11 @@ std::vector<SharedCandidate> Synthesizer::SharedCandidates(ValueId s, bool tma, 
       if (!layout::CheckTmaBox(box).ok()) continue;
       candidates.push_back({tile, mode, wb});
     }
+    // A pinned tile that TMA writes: the pin must be a layout its boxes write (PrepareShared says
+    // why when it is none).
+    if (shared_pins_[s.index])
+      std::erase_if(candidates,
+                    [&](const SharedCandidate& c) { return !SameOffsets(c.layout, shared_pins_[s.index]->layout, e); });
   }
   return candidates;
 }
@@ -869,6 +886,13 @@ bool Synthesizer::PrepareShared(ValueId s, SharedTile& tile) {
   }
   tile.tma = target_ == Target::Sm90a && tile.writer.valid();
   tile.candidates = SharedCandidates(s, tile.tma, wgmma_a, wgmma_b);
+  if (tile.candidates.empty() && tile.tma && shared_pins_[s.index]) {
+    const tile::Pin& pin = *sv.pin;
+    Error(DiagnosticKind::SynthBadPin, pin.span, pin.text,
+          "on sm_90a a TMA copy writes this tile, in boxes of rows swizzled over 128, 64 or 32 bytes (or not "
+          "swizzled), and the pin is none of those layouts");
+    return false;
+  }
   if (tile.candidates.empty()) {
     Error(DiagnosticKind::SynthCopy, tile.writer.valid() ? kernel_.Get(tile.writer).span : sv.span,
           "`" + ShapeText(sv) + "` fits no " + std::string(tile.tma ? "TMA box" : "shared layout"),
