@@ -138,6 +138,16 @@ class Emitter {
   llvm::Value* Scratch(std::int64_t bytes);
   void StoreIf(llvm::Value* condition, llvm::Value* value, llvm::Value* shared_offset);
   void EmitConvert(ValueId src, ValueId result);
+  // An `out` parameter stored through a layout (tile::InPlace::order): its modes' extents and
+  // strides (i64, numbered across the axes) and the parameter's address; the byte address of
+  // element (row, col) of a view of it.
+  struct StoredStrides {
+    std::vector<llvm::Value*> extents, strides;
+    llvm::Value* base = nullptr;
+  };
+  StoredStrides StoredLayout(const GlobalSlot& dst);
+  llvm::Value* StoredAddress(const GlobalSlot& dst, const StoredStrides& layout, llvm::Value* row, llvm::Value* col,
+                             int element_bytes);
   std::int64_t scratch_bytes_ = 0;
 
   // --- ops ---

@@ -9,7 +9,9 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
   const synth::OpChoice& choice = plan_.ops.at(id.index);
   const auto& dst = slots_.at(s.dst.index).global;
   if (!dst) Fail("`store` into " + Name(s.dst) + ", which is not a global tile");
-  if (dst->in_place) Fail("`store` into " + Name(s.dst) + ", which is read in place through a view");
+  const bool stored = dst->in_place && dst->param >= 0 && k_.params[static_cast<std::size_t>(dst->param)].out &&
+                      !dst->in_place->order.empty();
+  if (dst->in_place && !stored) Fail("`store` into " + Name(s.dst) + ", which is read in place through a view");
   if (Val(s.src).space != tile::Space::Reg) Fail("`store` of a shared tile");
   Dtype d = Val(s.src).dtype;
   int e = ElementBytes(d);
@@ -18,7 +20,10 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
   llvm::Type* gptr = llvm::PointerType::get(ctx_, 1);
   llvm::Value* ld = dst->strides[dst->extents.size() - 2];
   const auto& regs = slots_.at(s.src.index).regs;
+  std::optional<StoredStrides> layout;
+  if (stored) layout = StoredLayout(*dst);
   auto address = [&](llvm::Value* row, llvm::Value* col) {
+    if (layout) return b_.CreateIntToPtr(StoredAddress(*dst, *layout, row, col, e), gptr);
     llvm::Value* off =
         b_.CreateAdd(b_.CreateMul(b_.CreateZExt(row, b_.getInt64Ty()), ld), b_.CreateZExt(col, b_.getInt64Ty()));
     return b_.CreateIntToPtr(b_.CreateAdd(dst->address, b_.CreateMul(off, I64(e))), gptr);
@@ -39,6 +44,56 @@ void Emitter::EmitStore(OpId id, const tile::op::Store& s) {
     b_.CreateAlignedStore(regs.at(static_cast<std::size_t>(v)), address(row, col),
                           llvm::Align(static_cast<std::uint64_t>(e)));
   }
+}
+
+Emitter::StoredStrides Emitter::StoredLayout(const GlobalSlot& dst) {
+  const tile::InPlace& l = *dst.in_place;
+  const std::size_t q = dst.first.size();
+  if (l.inner.size() != q) Fail("a store through a layout whose modes do not fit the tensor's rank");
+  StoredStrides out;
+  // Each mode's extent: the inner ones constants, an axis's outermost its extent over theirs.
+  for (std::size_t a = 0; a < q; ++a) {
+    std::int64_t inside = 1;
+    for (std::int64_t x : l.inner[a]) inside *= x;
+    out.extents.push_back(inside > 1 ? b_.CreateUDiv(dst.extents[a], I64(inside)) : dst.extents[a]);
+    for (std::int64_t x : l.inner[a]) out.extents.push_back(I64(x));
+  }
+  if (l.order.size() != out.extents.size()) Fail("a store through a layout whose order does not name each mode");
+  // Dense in `order`: the innermost stride 1, each one out the one inside times its extent.
+  out.strides.assign(out.extents.size(), nullptr);
+  llvm::Value* stride = I64(1);
+  for (std::size_t p = l.order.size(); p-- > 0;) {
+    const std::size_t m = static_cast<std::size_t>(l.order[p]);
+    if (m >= out.strides.size() || out.strides[m]) Fail("a store through a layout whose order repeats a mode");
+    out.strides[m] = stride;
+    stride = b_.CreateMul(stride, out.extents[m]);
+  }
+  // The parameter's own address: the layout is over the whole tensor.
+  out.base = slots_.at(k_.params.at(static_cast<std::size_t>(dst.param)).value.index).global->address;
+  return out;
+}
+
+llvm::Value* Emitter::StoredAddress(const GlobalSlot& dst, const StoredStrides& layout, llvm::Value* row,
+                                    llvm::Value* col, int element_bytes) {
+  const tile::InPlace& l = *dst.in_place;
+  const std::size_t q = dst.first.size();
+  llvm::Value* offset = I64(0);
+  std::size_t mode = 0;
+  for (std::size_t a = 0; a < q; ++a) {
+    llvm::Value* x = dst.first[a];
+    if (a + 2 == q) x = b_.CreateAdd(x, b_.CreateZExt(row, b_.getInt64Ty()));
+    if (a + 1 == q) x = b_.CreateAdd(x, b_.CreateZExt(col, b_.getInt64Ty()));
+    const std::vector<std::int64_t>& inner = l.inner[a];
+    // Mode j's index: (x / (extents of the modes inside j)) % (j's extent), the outermost unbounded.
+    for (std::size_t j = 0; j <= inner.size(); ++j, ++mode) {
+      std::int64_t within = 1;
+      for (std::size_t i = j; i < inner.size(); ++i) within *= inner[i];
+      llvm::Value* index = within > 1 ? b_.CreateUDiv(x, I64(within)) : x;
+      if (j > 0) index = b_.CreateURem(index, I64(inner[j - 1]));
+      offset = b_.CreateAdd(offset, b_.CreateMul(index, layout.strides[mode]));
+    }
+  }
+  return b_.CreateAdd(layout.base, b_.CreateMul(offset, I64(element_bytes)));
 }
 
 llvm::Value* Emitter::StoreVector(ValueId src, const synth::OpChoice& choice, std::int64_t v) {
@@ -91,6 +146,14 @@ std::optional<TensorMapSpec> Emitter::TmaStoreSpec(OpId id, const tile::op::Stor
   if (param < 0) return std::nullopt;
   const auto& shape = Val(k_.params[static_cast<std::size_t>(param)].value).shape;
   if (shape.size() < 2 || !ExtentMultiple(shape.back(), 16 / e)) return std::nullopt;
+  // Stored through a layout (tile::InPlace::order): a map of its modes, the rows one mode, a box
+  // never straddling the last axis's inner modes; else each thread's own stores.
+  int rank = 0;
+  if (const auto& l = k_.params[static_cast<std::size_t>(param)].in_place) {
+    if (l->order.empty() || l->inner.size() != shape.size() || !l->inner[shape.size() - 2].empty()) return std::nullopt;
+    rank = static_cast<int>(InPlaceMapDims(l->inner).size());
+    if (rank > 5 || (!l->inner.back().empty() && l->inner.back().back() % box_cols != 0)) return std::nullopt;
+  }
   // No op after it touches shared memory.
   bool after = false;
   for (OpId op : k_.body) {
@@ -103,7 +166,7 @@ std::optional<TensorMapSpec> Emitter::TmaStoreSpec(OpId id, const tile::op::Stor
     for (ValueId v : o.results)
       if (Val(v).space == tile::Space::Shared) return std::nullopt;
   }
-  return TensorMapSpec{param, box_cols, ext.row, layout::SwizzleMode::k128B};
+  return TensorMapSpec{param, box_cols, ext.row, layout::SwizzleMode::k128B, rank};
 }
 
 void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
@@ -133,9 +196,31 @@ void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
   auto [col, row] = MapCoordinates(*dst);
   llvm::Value* smem = SharedAddress(smem_);
   IfThread0(nullptr, [&] {
-    for (std::int64_t box = 0; box * spec.box_cols < Extent(s.src).col; ++box)
+    for (std::int64_t box = 0; box * spec.box_cols < Extent(s.src).col; ++box) {
+      if (spec.rank > 0) {
+        // Stored through a layout: one coordinate per dim of its map, an axis's index split over
+        // its modes (as EmitTma's reads in place).
+        const int q = static_cast<int>(dst->first.size());
+        std::vector<llvm::Value*> coords;
+        for (const MapDim& d : InPlaceMapDims(dst->in_place->inner)) {
+          llvm::Value* x = dst->first[static_cast<std::size_t>(d.axis)];
+          if (d.axis == q - 1) x = b_.CreateAdd(x, I64(box * spec.box_cols));
+          const std::vector<std::int64_t>& inner = dst->in_place->inner[static_cast<std::size_t>(d.axis)];
+          if (!inner.empty()) {
+            std::int64_t within = 1;
+            for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];
+            std::int64_t extent = d.mode > 0 ? inner[static_cast<std::size_t>(d.mode - 1)] : 0;
+            if (within > 1) x = b_.CreateUDiv(x, I64(within));
+            if (extent > 0) x = b_.CreateURem(x, I64(extent));
+          }
+          coords.push_back(b_.CreateTrunc(x, b_.getInt32Ty()));
+        }
+        hopper::TmaStore(b_, maps_.at(static_cast<std::size_t>(map)), coords, b_.CreateAdd(smem, I32(box * box_bytes)));
+        continue;
+      }
       hopper::TmaStore2d(b_, maps_.at(static_cast<std::size_t>(map)), b_.CreateAdd(col, I32(box * spec.box_cols)), row,
                          b_.CreateAdd(smem, I32(box * box_bytes)));
+    }
     hopper::BulkCommit(b_);
     hopper::BulkWaitRead(b_);  // the boxes stay until read: the block's shared memory ends with it
   });

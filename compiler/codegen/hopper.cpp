@@ -78,6 +78,22 @@ void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::
       {map, col, row, src});
 }
 
+void TmaStore(llvm::IRBuilder<>& b, llvm::Value* map, const std::vector<llvm::Value*>& coords, llvm::Value* src) {
+  const std::size_t rank = coords.size();
+  std::string text = "cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.bulk_group [$0, {";
+  std::string constraints = "l";
+  std::vector<llvm::Value*> args = {map};
+  for (std::size_t i = 0; i < rank; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i + 1);
+    constraints += ",r";
+    args.push_back(coords[i]);
+  }
+  text += "}], [$" + std::to_string(rank + 1) + "];";
+  constraints += ",r";
+  args.push_back(src);
+  Asm(b, b.getVoidTy(), text, constraints, args);
+}
+
 void BulkCommit(llvm::IRBuilder<>& b) {
   Asm(b, b.getVoidTy(), "cp.async.bulk.commit_group;", "", {});
 }

@@ -32,6 +32,8 @@ void TmaLoad(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, const std
 // the tensor map at `map` whose first element is (col, row); then cp.async.bulk.commit_group, and
 // cp.async.bulk.wait_group.read 0: until every committed store has read its shared memory.
 void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::Value* row, llvm::Value* src);
+// The same through a map of coords.size() (1 to 5) dims, innermost first.
+void TmaStore(llvm::IRBuilder<>& b, llvm::Value* map, const std::vector<llvm::Value*>& coords, llvm::Value* src);
 void BulkCommit(llvm::IRBuilder<>& b);
 void BulkWaitRead(llvm::IRBuilder<>& b);
 

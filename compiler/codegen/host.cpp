@@ -97,6 +97,9 @@ class Lowering {
   void LowerCall(const graph::Group& group);
   void LowerArray(std::size_t index);
   const HTensor& Buffer(graph::NodeId id);
+  // The buffer of a product's result stored as view `stored.view` wants (graph::Group::stored): a
+  // tensor of the view's shape, the view's value; the result's value is the same memory.
+  const HTensor& StoredBuffer(const graph::StoredOut& stored);
   // The value the buffer plan held in `id`'s buffer before it, now dead (a null pointer if none).
   llvm::Value* Reuse(graph::NodeId id);
   void LowerStdlibGemm(std::size_t index);
@@ -121,8 +124,9 @@ class Lowering {
   // The epilogue kernel `built` or else the stdlib kernel `def`, with the tensor inputs that `reads`
   // says are views (non-null entries, in the order of its tensor parameters) read in place
   // (tile::Param::in_place): then a kernel of its own.
+  // `stored`, when not null: the `out` parameter is stored through that layout (graph::Group::stored).
   std::size_t InPlaceUse(const tile::Kernel* built, const core::Def* def,
-                         const std::vector<const graph::InPlaceRead*>& reads);
+                         const std::vector<const graph::InPlaceRead*>& reads, const graph::StoredOut* stored = nullptr);
   // The sizes of a stdlib kernel from its tensor inputs' dims (each axis that names a size alone).
   std::map<std::uint32_t, llvm::Value*> KernelSizes(const tile::Kernel& kernel,
                                                     const std::vector<const HTensor*>& inputs);
@@ -131,7 +135,7 @@ class Lowering {
   void LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
                     const std::vector<llvm::Value*>& scalars, const HTensor& out,
                     const std::map<std::uint32_t, llvm::Value*>& sizes,
-                    const std::vector<const graph::InPlaceRead*>& reads = {});
+                    const std::vector<const graph::InPlaceRead*>& reads = {}, const graph::StoredOut* stored = nullptr);
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
   // An epilogue kernel's descriptor (the driver built its tile IR: HostOptions::epilogues).
@@ -715,9 +719,13 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
       inputs.push_back(&TensorOf(x.node));
       reads.push_back(nullptr);
     }
-  const std::size_t use = InPlaceUse(built, def, reads);
+  const graph::StoredOut* stored = group.stored ? &*group.stored : nullptr;
+  const std::size_t use = InPlaceUse(built, def, reads, stored);
   // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
-  HTensor out = Buffer(group.nodes.back());
+  // Stored as a view of it wants (graph::Group::stored): a tensor of the view's shape, which the
+  // view's readers read as it is (the fusion chose this only where the stdlib kernel's `where`
+  // clause holds for constant sizes, so the generic product below never runs).
+  HTensor out = stored ? StoredBuffer(*stored) : Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(out_.kernels[use].kernel, inputs);
   llvm::Value* holds = WhereHolds(out_.kernels[use].kernel, sizes);
@@ -740,19 +748,19 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
     llvm::BasicBlock* copied = llvm::BasicBlock::Create(ctx_, "gemm.copies", main_);
     b_.CreateCondBr(b_.CreateAnd(holds, aligned), view, copied);
     b_.SetInsertPoint(view);
-    LaunchKernel(use, inputs, {}, out, sizes, reads);
+    LaunchKernel(use, inputs, {}, out, sizes, reads, stored);
     b_.CreateBr(done);
     b_.SetInsertPoint(copied);
     LowerRunTimeCopies(group);
     for (std::size_t i = 0; i < reads.size(); ++i)
       if (reads[i] != dense_reads[i]) dense_inputs[i] = &TensorOf(reads[i]->view);
   }
-  const std::size_t dense = dense_reads == reads ? use : InPlaceUse(built, def, dense_reads);
+  const std::size_t dense = dense_reads == reads ? use : InPlaceUse(built, def, dense_reads, stored);
   llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "gemm.stdlib", main_);
   llvm::BasicBlock* generic = llvm::BasicBlock::Create(ctx_, "gemm.generic", main_);
   b_.CreateCondBr(holds, fast, generic);
   b_.SetInsertPoint(fast);
-  LaunchKernel(dense, dense_inputs, {}, out, sizes, dense_reads);
+  LaunchKernel(dense, dense_inputs, {}, out, sizes, dense_reads, stored);
   b_.CreateBr(done);
   b_.SetInsertPoint(generic);
   LowerArray(index);  // writes into `out`, already allocated
@@ -802,8 +810,9 @@ const HTensor& Lowering::InputOf(const graph::Group& group, graph::NodeId id, co
 }
 
 std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def,
-                                 const std::vector<const graph::InPlaceRead*>& reads) {
-  if (NoneInPlace(reads)) return built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
+                                 const std::vector<const graph::InPlaceRead*>& reads, const graph::StoredOut* stored) {
+  if (NoneInPlace(reads) && !stored)
+    return built ? UseEpilogue(*built) : UseKernel(*options_.stdlib, *options_.stdlib_vars, *def);
   tile::Kernel kernel;
   if (built) {
     kernel = *built;
@@ -812,9 +821,18 @@ std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def
     if (!lowered) throw Refusals{lowered.error()};
     kernel = std::move(*lowered);
   }
-  std::string name = kernel.name + "_in_place";
+  std::string name = kernel.name + (NoneInPlace(reads) ? "" : "_in_place");
   std::size_t input = 0;
   for (tile::Param& param : kernel.params) {
+    if (param.out && stored && kernel.Get(param.value).space == tile::Space::Global) {
+      param.in_place = tile::InPlace{stored->inner, stored->order};
+      name += "_stored";
+      for (const std::vector<std::int64_t>& axis : stored->inner)
+        for (std::int64_t e : axis) name += "_" + std::to_string(e);
+      name += "_o";
+      for (int m : stored->order) name += std::to_string(m);
+      continue;
+    }
     if (param.out || kernel.Get(param.value).space != tile::Space::Global) continue;
     const graph::InPlaceRead* read = input < reads.size() ? reads[input] : nullptr;
     ++input;
@@ -831,7 +849,7 @@ std::size_t Lowering::InPlaceUse(const tile::Kernel* built, const core::Def* def
 void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& inputs,
                             const std::vector<llvm::Value*>& scalars, const HTensor& out,
                             const std::map<std::uint32_t, llvm::Value*>& sizes,
-                            const std::vector<const graph::InPlaceRead*>& reads) {
+                            const std::vector<const graph::InPlaceRead*>& reads, const graph::StoredOut* stored) {
   const tile::Kernel& kernel = out_.kernels[use].kernel;
   // The kernel reads in place exactly the inputs whose layouts `reads` gives.
   std::size_t input = 0;
@@ -853,7 +871,7 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
   std::vector<llvm::Value*> grid;
   for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
   while (grid.size() < 3) grid.push_back(I64(1));
-  if (NoneInPlace(reads)) {
+  if (NoneInPlace(reads) && !stored) {
     b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                   {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
                    Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
@@ -872,6 +890,19 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
     for (std::size_t d = 0; d < dims.size(); ++d) {
       const core::StridedMode& mode =
           axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
+      views[11 * i + 1 + d] = DimValue(mode.extent, span);
+      views[11 * i + 6 + d] = DimValue(mode.stride, span);
+    }
+  }
+  if (stored) {
+    // The output, stored through its layout over [m, n]: a TMA store's map (sm_90a) takes it.
+    const std::size_t i = inputs.size();
+    const Span span = g_.Get(stored->root).span;
+    views[11 * i] = DimValue(stored->flat.offset, span);
+    std::vector<MapDim> dims = InPlaceMapDims(stored->inner);
+    for (std::size_t d = 0; d < dims.size() && d < 5; ++d) {
+      const core::StridedMode& mode =
+          stored->flat.axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
       views[11 * i + 1 + d] = DimValue(mode.extent, span);
       views[11 * i + 6 + d] = DimValue(mode.stride, span);
     }
@@ -964,6 +995,21 @@ const HTensor& Lowering::Buffer(graph::NodeId id) {
   t.handle = Out(n.dtype, t.dims, Reuse(id), false);
   values_[id.index] = std::move(t);
   return *values_[id.index];
+}
+
+const HTensor& Lowering::StoredBuffer(const graph::StoredOut& stored) {
+  const graph::Node& view = g_.Get(stored.view);
+  const graph::Node& root = g_.Get(stored.root);
+  HTensor t;
+  t.dtype = view.dtype;
+  for (const Dim& d : view.shape) t.dims.push_back(DimValue(d, view.span));
+  t.handle = Out(view.dtype, t.dims, Reuse(stored.root), false);
+  values_[stored.view.index] = t;
+  HTensor r = t;
+  r.dims.clear();
+  for (const Dim& d : root.shape) r.dims.push_back(DimValue(d, root.span));
+  values_[stored.root.index] = std::move(r);
+  return *values_[stored.root.index];
 }
 
 llvm::Value* Lowering::Reuse(graph::NodeId id) {

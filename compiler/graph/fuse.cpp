@@ -73,6 +73,7 @@ class Fuser {
         plan_.groups[static_cast<std::size_t>(g)].why = why;
     }
     Order();
+    MarkStored();
     // Epilogue kernels are named after the first kernel number that runs them (`k3` runs
     // gemm_epilogue_3); groups of the same work (the same kernel text) share one.
     std::size_t kernel = 0;
@@ -338,6 +339,7 @@ class Fuser {
     bool nt = TransposedOperand(g_, mm.args[1]);
     auto operand = [&](const char* which, NodeId x) {
       std::string why;
+      if (stored_.count(x.index)) return;  // its producer stores it dense (ChooseViews)
       if (Get(x).shape.size() > 2) {
         route.copies[x.index] = "a copy: the stdlib gemm reads a's rows flattened, as stored";
       } else if (std::optional<InPlaceRead> read = InPlace(x, id, why)) {
@@ -412,7 +414,6 @@ class Fuser {
   // applies alone (in place where it can); several readers of one view may now share it in place.
   // Only sm_90a's kernels read in place.
   void ChooseViews() {
-    if (!options_.views_in_place) return;
     std::map<std::uint32_t, std::vector<NodeId>> readers;  // view -> the stdlib operands' users
     std::set<std::uint32_t> run_time;  // views an attention at run-time sizes reads (its parts' groups hold them)
     if (options_.stdlib_attention) {
@@ -438,16 +439,20 @@ class Fuser {
           readers[mm.args[1].index].push_back(NodeId(static_cast<std::uint32_t>(i)));
       }
     }
+    plan_.views.in_place = options_.views_in_place;
     solver::IntegerProgram program;
-    std::vector<solver::LinearTerm> bytes, copies;
+    std::vector<solver::LinearTerm> bytes, copies, stores;
+    std::vector<std::pair<int, int>> vars;  // per view: its copy variable and its store variable (or -1)
     for (auto& [index, rs] : readers) {
       const NodeId x(index);
       std::sort(rs.begin(), rs.end());
       rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
       ViewChoice choice{x, rs};
       // Every reader of the view is one of those.
+      bool others = false;
       for (NodeId u : users_[x.index])
-        if (!std::binary_search(rs.begin(), rs.end(), u)) choice.why = "another value reads it too";
+        if (!std::binary_search(rs.begin(), rs.end(), u)) others = true;
+      if (others) choice.why = "another value reads it too";
       if (g_.result && *g_.result == x) choice.why = "`main` returns it";
       for (NodeId v = Get(x).args.at(0); Get(v).kind == Kind::View; v = Get(v).args.at(0))
         if (users_[v.index].size() != 1) choice.why = "a view below it has another reader";
@@ -455,17 +460,45 @@ class Fuser {
       if (!read) choice.why = read.error();
       if (read && rs.size() > 1 && !read->when.empty()) choice.why = "its alignment is known only at run time";
       if (rs.size() > 1 && run_time.count(index)) choice.why = "an attention at run-time sizes reads it";
+      if (!options_.views_in_place && choice.why.empty())
+        choice.why = "sm_80's kernels copy operands by cp.async and read no view in place";
       choice.copy_bytes = 2 * PredictedBytes(Get(x));
       if (read && MapDims(*read) > 2) choice.map_bytes = static_cast<std::int64_t>(rs.size()) * PredictedBytes(Get(x));
-      // copied: copy_bytes; in place: map_bytes. The objective is their sum over views.
-      const int var = program.Var("copy_%" + std::to_string(index), choice.why.empty() ? 0 : 1, 1);
-      bytes.push_back({choice.copy_bytes - choice.map_bytes, var});
-      copies.push_back({1, var});
+      choice.why_not_stored = others ? "another value reads it too" : WhyNotStored(x, run_time.count(index) > 0);
+      if (choice.why_not_stored.empty()) {
+        auto layout = StoreLayout(g_, x);
+        if (layout) {
+          choice.store = std::move(*layout);
+          // A contiguous run of less than 128 bytes (a line) fills its sectors partly: about one
+          // more write of the value.
+          const std::int64_t e = (weft::Bits(Get(x).dtype) + 7) / 8;
+          if (choice.store->inner.back().back() * e < 128) choice.store_bytes = PredictedBytes(Get(x));
+        } else {
+          choice.why_not_stored = layout.error();
+        }
+      }
+      // copied: copy_bytes; stored: store_bytes; in place (neither): map_bytes. The objective is
+      // their sum over views: map_bytes, plus each variable's difference from it.
+      const int copy = program.Var("copy_%" + std::to_string(index), 0, 1);
+      const int store = choice.store ? program.Var("store_%" + std::to_string(index), 0, 1) : -1;
+      std::vector<solver::LinearTerm> either = {{1, copy}};
+      if (store >= 0) either.push_back({1, store});
+      program.Add({either, core::RelOp::kLe, 1});
+      // Where it cannot be read in place: copied or stored.
+      if (!choice.why.empty()) program.Add({either, core::RelOp::kGe, 1});
+      bytes.push_back({choice.copy_bytes - choice.map_bytes, copy});
+      copies.push_back({1, copy});
+      if (store >= 0) {
+        bytes.push_back({choice.store_bytes - choice.map_bytes, store});
+        stores.push_back({1, store});
+      }
+      vars.emplace_back(copy, store);
       plan_.views.views.push_back(std::move(choice));
     }
     if (plan_.views.views.empty()) return;
     program.Minimize(bytes);
     program.Minimize(copies);  // on a tie, fewer copies
+    program.Minimize(stores);  // then fewer stores in another layout
     solver::OptimizeResult result = program.Solve();
     plan_.views.status = std::string(solver::ToString(result.status));
     const bool model =
@@ -473,11 +506,66 @@ class Fuser {
     plan_.views.objective = 0;
     for (std::size_t i = 0; i < plan_.views.views.size(); ++i) {
       ViewChoice& choice = plan_.views.views[i];
+      const auto [copy, store] = vars[i];
       // Without an answer (the solver's limits), the rule for one view alone: a copy where it must.
-      choice.copied = model ? result.values.at(i) != 0 : !choice.why.empty();
-      plan_.views.objective += choice.copied ? choice.copy_bytes : choice.map_bytes;
+      choice.copied = model ? result.values.at(static_cast<std::size_t>(copy)) != 0 : !choice.why.empty();
+      choice.stored = model && store >= 0 && result.values.at(static_cast<std::size_t>(store)) != 0;
+      plan_.views.objective += choice.copied   ? choice.copy_bytes
+                               : choice.stored ? choice.store_bytes
+                                               : choice.map_bytes;
       choice_of_[choice.view.index] = &choice;
+      if (choice.stored)
+        for (NodeId v = choice.view; Get(v).kind == Kind::View; v = Get(v).args.at(0)) stored_.insert(v.index);
     }
+  }
+
+  // The product groups that store their result in the layout a view wants (ChooseViews'
+  // choice): each is a stdlib gemm (or its epilogue kernel) whose one output is that result.
+  void MarkStored() {
+    for (const ViewChoice& choice : plan_.views.views) {
+      if (!choice.stored) continue;
+      const NodeId root = choice.store->root;
+      const std::int64_t g = plan_.group_of[root.index];
+      graph::Group* group = g >= 0 ? &plan_.groups[static_cast<std::size_t>(g)] : nullptr;
+      if (!group || group->kind != GroupKind::Gemm || group->nodes.back() != root ||
+          (group->kernel.empty() && !group->epilogue))
+        WEFT_INTERNAL_ERROR("graph: a product chosen to store its result as a view wants is not a stdlib gemm's");
+      group->stored = *choice.store;
+    }
+  }
+
+  // Why the product under view `x` cannot store its result in the layout `x` wants, or nothing:
+  // the data is a product on a stdlib gemm kernel (alone: it is read by the views alone), each view
+  // down to it read by the next alone, its sizes constants for which the kernel's `where` clause
+  // holds (the generic product, where the clause fails at run time, stores row-major).
+  std::string WhyNotStored(NodeId x, bool run_time) const {
+    if (g_.result && *g_.result == x) return "`main` returns it";
+    if (run_time) return "an attention at run-time sizes reads it";
+    NodeId root = x;
+    for (NodeId u = NodeId(~0u); Get(root).kind == Kind::View; u = root, root = Get(root).args.at(0))
+      if (root != x && (users_[root.index].size() != 1 || users_[root.index][0] != u))
+        return "a view below it has another reader";
+    const Node& mm = Get(root);
+    if (mm.kind != Kind::MatMul || mm.in_body) return "its data is not a product's result";
+    if (users_[root.index].size() != 1 || (g_.result && *g_.result == root))
+      return "the product's result has another reader";
+    if (options_.plain_products.count(root.index) || !options_.stdlib_gemm || NoStdlibGemm(mm))
+      return "the product is not on a stdlib gemm kernel";
+    auto route = StdlibGemm(root);
+    if (!route || (route->kernel.empty() && !EpilogueKernel(g_, {root}, "")))
+      return "the product is not on a stdlib gemm kernel";
+    const Node& a = Get(mm.args[0]);
+    std::int64_t rows = 1;
+    for (std::size_t i = 0; i + 1 < mm.shape.size(); ++i) {
+      std::optional<std::int64_t> c = mm.shape[i].AsConstant();
+      if (!c) return "its sizes are known only at run time (the generic product stores rows)";
+      rows *= *c;
+    }
+    std::optional<std::int64_t> n = mm.shape.back().AsConstant(), k = a.shape.back().AsConstant();
+    if (!n || !k) return "its sizes are known only at run time (the generic product stores rows)";
+    if (rows % 128 != 0 || *n % 256 != 0 || *k % 64 != 0)
+      return "the stdlib gemm's `where` clause does not hold for its sizes";
+    return {};
   }
 
   // Why view `id`, operand `which` of a product, is copied for the stdlib gemm.
@@ -847,6 +935,12 @@ class Fuser {
     std::vector<InPlaceRead> out;
     for (NodeId x : {match.q, match.k, match.v}) {
       if (Get(x).kind != Kind::View) continue;
+      if (stored_.count(x.index)) {
+        // Its producer stores it dense (ChooseViews): the views join the kernel's group, which
+        // reads the product's buffer as the view's dense tensor.
+        for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) in_place_.insert(v.index);
+        continue;
+      }
       NodeId user = x;
       for (NodeId m : match.members)
         for (NodeId a : Get(m).args)
@@ -950,6 +1044,7 @@ class Fuser {
   std::vector<Alternative> alternatives_;        // attention kernels decided at run time
   std::set<std::uint32_t> own_buffer_;           // values that share no buffer
   std::map<std::uint32_t, const ViewChoice*> choice_of_;  // ChooseViews' choice per view (in plan_.views)
+  std::set<std::uint32_t> stored_;  // views over products that store in their layout (the chain down to the data)
   std::map<std::uint32_t, weft::Result<InPlaceRead, std::string>> read_of_;  // ChooseViews' ReadInPlace per view
   std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say
 };

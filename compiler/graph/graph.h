@@ -161,6 +161,21 @@ struct InPlaceRead {
   std::vector<core::DimFact> when;
 };
 
+// A product that stores its result `root` in the layout the view `view` of it wants (a QKV
+// projection writing heads-major for attention): `layout` is root's layout over its buffer, such
+// that `view` is row-major there (graph/layout.h's StoreLayout). Over the stdlib kernel's output
+// [m, n] (root's leading axes flattened), per axis the extents of its modes after the outermost
+// (`inner`, constants) and the modes in memory order (`order`: each mode numbered across the axes,
+// outermost first within an axis; listed from the outermost in memory to the innermost).
+struct StoredOut {
+  NodeId view;
+  NodeId root;
+  core::StridedView layout;  // over root's shape
+  core::StridedView flat;    // the same over [m, n]
+  std::vector<std::vector<std::int64_t>> inner;
+  std::vector<int> order;
+};
+
 struct Group {
   GroupKind kind = GroupKind::Host;
   std::vector<NodeId> nodes;    // in program order
@@ -183,6 +198,9 @@ struct Group {
   // An elementwise copy of a view that group `copy_for` reads in place where the view's alignment
   // holds at run time (InPlaceRead::when): that group launches it, where the alignment fails.
   std::optional<std::size_t> copy_for;
+  // Gemm: the product stores its result in the layout its one reader wants (ViewChoice::stored),
+  // so that the view `stored->view` over it is dense.
+  std::optional<StoredOut> stored;
 };
 
 // A device buffer: the values it holds one after another, their lifetimes disjoint.
@@ -195,19 +213,27 @@ struct Buffer {
 // How the program reads a view that stdlib kernels read (docs/graph.md, "Choosing how views are
 // read"): in place by every one of its readers, or through one copy that all of them read. Chosen
 // for all such views at once, as one optimization (compiler/solver's IntegerProgram).
+// A third way where the view's data is a product's result read by nothing else: the product stores
+// it in the layout the view wants (`stored`), so that the view is dense and neither copied nor read
+// through a strided map.
 struct ViewChoice {
   NodeId view;
   std::vector<NodeId> readers;  // the nodes that read it as a stdlib kernel's operand
   bool copied = false;
-  std::string why;              // why it cannot be read in place (then it is copied), or empty
-  std::int64_t copy_bytes = 0;  // predicted bytes a copy moves (read and written once)
-  std::int64_t map_bytes = 0;   // predicted cost of its readers' TMA maps of 3 or more dims
+  bool stored = false;             // its producer stores it so that it is row-major (StoredOut)
+  std::string why;                 // why it cannot be read in place (then it is copied or stored), or empty
+  std::string why_not_stored;      // why its producer cannot store it as it wants, or empty
+  std::int64_t copy_bytes = 0;     // predicted bytes a copy moves (read and written once)
+  std::int64_t map_bytes = 0;      // predicted cost of its readers' TMA maps of 3 or more dims
+  std::int64_t store_bytes = 0;    // predicted extra bytes of the producer's store in that layout
+  std::optional<StoredOut> store;  // the layout its producer would store (when why_not_stored is empty)
 };
 
 struct ViewChoices {
   std::vector<ViewChoice> views;
   std::string status;          // the solver's answer: "optimal", "feasible" (not proved), ...
-  std::int64_t objective = 0;  // predicted bytes: copies' plus maps'
+  std::int64_t objective = 0;  // predicted bytes: copies' plus maps' plus stores'
+  bool in_place = false;       // the target's kernels read views in place (sm_90a)
 };
 
 struct Plan {

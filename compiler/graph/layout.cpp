@@ -43,14 +43,117 @@ std::optional<core::ViewStep> StepOf(const Graph& graph, const Node& n) {
 
 }  // namespace
 
-core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
+namespace {
+
+core::ViewResult LayoutOf(const Graph& graph, const Plan* plan, NodeId id) {
   const Node& n = graph.Get(id);
-  if (n.kind != Kind::View) return core::RowMajor(n.shape);
-  core::ViewResult base = LayoutOf(graph, n.args.at(0));
+  if (n.kind != Kind::View) {
+    if (plan && id.index < plan->group_of.size() && plan->group_of[id.index] >= 0) {
+      const Group& group = plan->groups[static_cast<std::size_t>(plan->group_of[id.index])];
+      if (group.stored && group.stored->root == id) return group.stored->layout;
+    }
+    return core::RowMajor(n.shape);
+  }
+  core::ViewResult base = LayoutOf(graph, plan, n.args.at(0));
   if (!base) return base;
   std::optional<core::ViewStep> step = StepOf(graph, n);
   if (!step) return "a view `" + n.fn + "` of no known layout";
   return core::ApplyView(*step, *base);
+}
+
+// A dim's value with every size taken as 4096 (as fusion's cost model does): for ordering strides
+// of a dense layout, whose order does not depend on the sizes.
+std::optional<std::int64_t> Guess(const core::Dim& d) {
+  auto v = core::Evaluate(d, [](core::SizeVarId) { return std::int64_t{4096}; });
+  return v ? std::optional<std::int64_t>(*v) : std::nullopt;
+}
+
+}  // namespace
+
+core::ViewResult LayoutOf(const Graph& graph, NodeId id) {
+  return LayoutOf(graph, nullptr, id);
+}
+
+core::ViewResult LayoutOf(const Graph& graph, const Plan& plan, NodeId id) {
+  return LayoutOf(graph, &plan, id);
+}
+
+weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id) {
+  std::vector<NodeId> chain;
+  NodeId root = id;
+  for (; graph.Get(root).kind == Kind::View; root = graph.Get(root).args.at(0)) chain.push_back(root);
+  if (chain.empty()) return std::string("it is not a view");
+  core::ViewResult layout = core::RowMajor(graph.Get(id).shape);
+  for (NodeId v : chain) {
+    const Node& n = graph.Get(v);
+    const Node& below = graph.Get(n.args.at(0));
+    if (n.fn == "permute") {
+      std::vector<int> inverse(n.permutation.size());
+      for (std::size_t k = 0; k < n.permutation.size(); ++k)
+        inverse.at(static_cast<std::size_t>(n.permutation[k])) = static_cast<int>(k);
+      layout = core::Permute(*layout, inverse);
+    } else if (n.fn == "transpose") {
+      layout = core::Transpose(*layout);
+    } else if (n.fn == "reshape") {
+      layout = core::Reshape(*layout, below.shape);
+    } else {
+      return "a `" + n.fn + "` view, which no layout of the stored data undoes";
+    }
+    if (!layout) return "its steps do not invert: " + layout.error();
+  }
+  // The view over the data in that layout is row-major (the steps applied forward again).
+  core::ViewResult forward = layout;
+  for (std::size_t i = chain.size(); i-- > 0 && forward;) {
+    std::optional<core::ViewStep> step = StepOf(graph, graph.Get(chain[i]));
+    if (!step) return std::string("a view of no known layout");
+    forward = core::ApplyView(*step, *forward);
+  }
+  if (!forward || !core::IsRowMajor(*forward)) return std::string("the view is not row-major over the stored data");
+  const Node& data = graph.Get(root);
+  if (data.shape.size() < 2) return std::string("the stored value is of rank ") + std::to_string(data.shape.size());
+  StoredOut out{id, root, *layout, *layout, {}, {}};
+  if (data.shape.size() > 2) {
+    core::Dim rows = core::Dim::Constant(1);
+    for (std::size_t a = 0; a + 1 < data.shape.size(); ++a) rows = *core::Mul(rows, data.shape[a]);
+    core::ViewResult flat = core::Reshape(*layout, {rows, data.shape.back()});
+    if (!flat) return "its rows do not flatten: " + flat.error();
+    out.flat = *flat;
+  }
+  if (!out.flat.offset.IsZero()) return std::string("the stored layout has an offset");
+  const std::int64_t e = (weft::Bits(data.dtype) + 7) / 8;
+  // Each mode: its number across the axes, its guessed stride and extent.
+  struct Mode {
+    int number;
+    std::int64_t stride, extent;
+  };
+  std::vector<Mode> modes;
+  out.inner.resize(out.flat.axes.size());
+  for (std::size_t a = 0; a < out.flat.axes.size(); ++a) {
+    const std::vector<core::StridedMode>& ms = out.flat.axes[a].modes;
+    for (std::size_t m = 0; m < ms.size(); ++m) {
+      if (m > 0) {
+        std::optional<std::int64_t> extent = ms[m].extent.AsConstant();
+        if (!extent) return "its axis " + std::to_string(a) + " has a mode whose extent is not a constant";
+        out.inner[a].push_back(*extent);
+      }
+      std::optional<std::int64_t> stride = Guess(ms[m].stride), extent = Guess(ms[m].extent);
+      if (!stride || !extent) return std::string("a stride or extent it cannot evaluate");
+      modes.push_back({static_cast<int>(modes.size()), *stride, *extent});
+    }
+  }
+  const core::StridedMode& innermost = out.flat.axes.back().modes.back();
+  std::optional<std::int64_t> run = innermost.extent.AsConstant();
+  if (!(innermost.stride == core::Dim::Constant(1)) || !run || (*run * e) % 16 != 0)
+    return std::string("its last axis's innermost mode is not a contiguous run of a multiple of 16 bytes");
+  // Dense in some order of the modes: sorted by stride, each the product of the extents inside it.
+  std::stable_sort(modes.begin(), modes.end(), [](const Mode& x, const Mode& y) { return x.stride > y.stride; });
+  std::int64_t dense = 1;
+  for (std::size_t i = modes.size(); i-- > 0;) {
+    if (modes[i].extent != 1 && modes[i].stride != dense) return std::string("the stored layout is not dense");
+    dense *= modes[i].extent;
+  }
+  for (const Mode& m : modes) out.order.push_back(m.number);
+  return out;
 }
 
 namespace {

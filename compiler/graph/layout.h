@@ -17,7 +17,18 @@ namespace weft::graph {
 // Node `id`'s layout, or why its view is not strided (a reshape that cannot regroup its operand's
 // modes, an element chosen at run time): such a view is read by index arithmetic in the kernel that
 // reads it, and a kernel that needs a strided operand takes a copy.
+// With `plan`, a product's result that its kernel stores in the layout a view of it wants
+// (Group::stored) has that layout, and the view is row-major over it.
 core::ViewResult LayoutOf(const Graph& graph, NodeId id);
+core::ViewResult LayoutOf(const Graph& graph, const Plan& plan, NodeId id);
+
+// The layout in which the data under view `id` (the first node down its chain of views that is not
+// a view) would be stored so that the view is row-major over it: the chain's steps inverted, from
+// the view's row-major layout down (a permute's inverse, a reshape back to its operand's shape).
+// Over the stdlib gemm's output [m, n] (the root's leading axes flattened) the modes after each
+// axis's outermost must be constants and the last axis's innermost mode contiguous, a multiple of
+// 16 bytes; or why not (a slice, a broadcast, an element chosen at run time in the chain).
+weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id);
 
 // How a stdlib kernel that copies its operands into shared memory by TMA (sm_90a) reads view `id`
 // in place, without a copy: the node that owns the data (the first operand down the chain of views

@@ -273,9 +273,10 @@ class Printer {
     return "k" + std::to_string(kernel_number_.at(static_cast<std::size_t>(g)));
   }
 
-  // A view's strided layout (graph/layout.h), or why it has none.
-  std::string Layout(NodeId id) {
-    core::ViewResult layout = LayoutOf(g_, id);
+  // A view's strided layout (graph/layout.h), or why it has none: over data stored row-major, or
+  // (`planned`) as the plan stores it (a product that stores its result as a view wants).
+  std::string Layout(NodeId id, bool planned = false) {
+    core::ViewResult layout = planned ? LayoutOf(g_, plan_, id) : LayoutOf(g_, id);
     if (!layout) return "(not strided: " + layout.error() + ")";
     return core::ToString(*layout, [&](core::SizeVarId v) { return types_.Print(Dim::Var(v)); });
   }
@@ -289,7 +290,7 @@ class Printer {
     Number();
     std::ostringstream out;
     out << "layouts of `main`:\n";
-    out << "values (row-major where stored, views over them):\n";
+    out << "values (row-major where stored, unless a product stores one as a view wants; views over them):\n";
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       if (n.in_body || n.kind == Kind::String || n.kind == Kind::Save || n.kind == Kind::Print ||
@@ -300,15 +301,20 @@ class Printer {
       if (n.kind != Kind::View && !stored) continue;  // in registers, or a host scalar
       std::string line = "  " + Ref(id) + " : " + Type(n);
       line += std::string(line.size() < 40 ? 40 - line.size() : 1, ' ');
+      const std::int64_t g = plan_.group_of[i];
+      const Group* group = g >= 0 ? &plan_.groups[static_cast<std::size_t>(g)] : nullptr;
       if (n.kind == Kind::View) {
-        line += Layout(id) + ", a view of " + Ref(n.args.at(0));
+        line += Layout(id, true) + ", a view of " + Ref(n.args.at(0));
         if (stored) line += ", copied by " + Where(id) + Buffer(id);
+      } else if (group && group->stored && group->stored->root == id) {
+        line += Layout(id, true) + ", stored by " + Where(id) + Buffer(id) + " so that " + Ref(group->stored->view) +
+                " is row-major";
       } else {
         line += "row-major, stored by " + Where(id) + Buffer(id);
       }
       out << line << "\n";
     }
-    out << "views the stdlib kernels read (chosen on sm_90a; sm_80's kernels read copies):";
+    out << "views the stdlib kernels read (read in place on sm_90a, copied, or stored as they want by their producer):";
     if (plan_.views.views.empty()) out << " none chosen";
     out << "\n";
     for (const ViewChoice& c : plan_.views.views) {
@@ -319,13 +325,19 @@ class Printer {
         if (seen.insert(where).second) readers += (readers.empty() ? "" : ", ") + where;
       }
       out << "  " << Ref(c.view) << " " << Layout(c.view) << ": ";
-      if (c.copied) {
+      if (c.stored) {
+        out << Where(c.store->root) << " stores " << Ref(c.store->root) << " as " << Layout(c.store->root, true)
+            << " for " << readers << ", which read " << Ref(c.view) << " row-major " << Type(g_.Get(c.view));
+      } else if (c.copied) {
         out << "copied by " << Where(c.view) << ", read by " << readers << " ("
             << (c.why.empty() ? "a copy costs less than the maps" : c.why) << ")";
       } else {
         out << "read in place by " << readers;
       }
-      out << "; copy " << c.copy_bytes << " bytes, maps " << c.map_bytes << "\n";
+      out << "; copy " << c.copy_bytes << " bytes, maps " << c.map_bytes;
+      if (c.store) out << ", store " << c.store_bytes;
+      out << "\n";
+      if (!c.stored && c.store) out << "    not stored as it wants by " << Where(c.store->root) << ": it costs more\n";
     }
     if (!plan_.views.views.empty())
       out << "objective: " << plan_.views.objective << " predicted bytes (sizes known at run time taken as 4096), "
@@ -350,7 +362,7 @@ class Printer {
       if (typed) line += " : " + Type(n);
       std::string where = Where(id);
       line += std::string(line.size() < 56 ? 56 - line.size() : 1, ' ') + where + Buffer(id);
-      if (n.kind == Kind::View) line += " " + Layout(id);
+      if (n.kind == Kind::View) line += " " + Layout(id, true);
       out << line << "  " << Where(n.span) << "\n";
     }
     out << "kernels:\n";
@@ -364,6 +376,9 @@ class Printer {
       out << "    reads" << (reads.empty() ? " nothing" : reads) << "; writes" << (writes.empty() ? " nothing" : writes)
           << "\n";
       if (!group.why.empty()) out << "    " << group.why << "\n";
+      if (group.stored)
+        out << "    stores " << Ref(group.stored->root) << " as " << Layout(group.stored->root, true) << ", so that "
+            << Ref(group.stored->view) << " is row-major " << Type(g_.Get(group.stored->view)) << "\n";
       for (const InPlaceRead& read : group.in_place) {
         out << "    reads " << Ref(read.view) << " in place (sm_90a): a " << MapDims(read) << "-D TMA map of "
             << Layout(read.view);

@@ -159,6 +159,10 @@ struct Op {
 // (runtime.h's weft_program_view; codegen/device.h's InPlaceMapDims orders them).
 struct InPlace {
   std::vector<std::vector<std::int64_t>> inner;  // one entry per axis
+  // An `out` parameter stored through the layout (graph::StoredOut): its modes, numbered across the
+  // axes (outermost first within each), from the outermost in memory to the innermost; the layout
+  // is dense in that order, so its strides follow from the extents. Empty for a tensor read.
+  std::vector<int> order;
   friend bool operator==(const InPlace&, const InPlace&) = default;
 };
 
@@ -166,7 +170,8 @@ struct Param {
   std::string name;
   ValueId value;  // Global for tensors, Scalar for scalar parameters
   bool out = false;
-  std::optional<InPlace> in_place;  // a tensor read through a view (the caller decides; graph/layout.h)
+  std::optional<InPlace>
+      in_place;  // a tensor read (or, `out`, stored) through a view (the caller decides; graph/layout.h)
 };
 
 struct Kernel {
