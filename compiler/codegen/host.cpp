@@ -924,10 +924,12 @@ void Lowering::LowerStdlibAttention(std::size_t index) {
            "attention through the stdlib kernel `" + group.kernel + "`, which this build's stdlib does not have");
   std::vector<const graph::InPlaceRead*> reads;
   std::vector<const HTensor*> inputs = AttentionInputs(group, root, reads);
-  const std::size_t use = InPlaceUse(nullptr, def, reads);
-  HTensor out = Buffer(group.nodes.back());  // the kernel writes every element
+  // Stored as a view of it wants (graph::Group::stored; heads back to rows): StoredBuffer.
+  const graph::StoredOut* stored = group.stored ? &*group.stored : nullptr;
+  const std::size_t use = InPlaceUse(nullptr, def, reads, stored);
+  HTensor out = stored ? StoredBuffer(*stored) : Buffer(group.nodes.back());  // the kernel writes every element
   LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(group.causal ? 1 : 0))}, out,
-               KernelSizes(out_.kernels[use].kernel, inputs), reads);
+               KernelSizes(out_.kernels[use].kernel, inputs), reads, stored);
 }
 
 std::vector<const HTensor*> Lowering::AttentionInputs(const graph::Group& group, const graph::Node& out,

@@ -421,6 +421,7 @@ class Fuser {
         std::string why;
         auto match = Attention(NodeId(static_cast<std::uint32_t>(i)), why);
         if (!match) continue;
+        if (!match->at_run_time) attention_outs_.insert(static_cast<std::uint32_t>(i));
         for (NodeId x : {match->q, match->k, match->v}) {
           if (Get(x).kind != Kind::View) continue;
           if (match->at_run_time) run_time.insert(x.index);
@@ -466,13 +467,16 @@ class Fuser {
       if (read && MapDims(*read) > 2) choice.map_bytes = static_cast<std::int64_t>(rs.size()) * PredictedBytes(Get(x));
       choice.why_not_stored = others ? "another value reads it too" : WhyNotStored(x, run_time.count(index) > 0);
       if (choice.why_not_stored.empty()) {
-        auto layout = StoreLayout(g_, x);
+        NodeId root = x;
+        while (Get(root).kind == Kind::View) root = Get(root).args.at(0);
+        auto layout = StoreLayout(g_, x, !attention_outs_.count(root.index));
         if (layout) {
           choice.store = std::move(*layout);
           // A contiguous run of less than 128 bytes (a line) fills its sectors partly: about one
           // more write of the value.
           const std::int64_t e = (weft::Bits(Get(x).dtype) + 7) / 8;
-          if (choice.store->inner.back().back() * e < 128) choice.store_bytes = PredictedBytes(Get(x));
+          if (choice.store->flat.axes.back().modes.back().extent.AsConstant().value_or(0) * e < 128)
+            choice.store_bytes = PredictedBytes(Get(x));
         } else {
           choice.why_not_stored = layout.error();
         }
@@ -527,7 +531,8 @@ class Fuser {
       const NodeId root = choice.store->root;
       const std::int64_t g = plan_.group_of[root.index];
       graph::Group* group = g >= 0 ? &plan_.groups[static_cast<std::size_t>(g)] : nullptr;
-      if (!group || group->kind != GroupKind::Gemm || group->nodes.back() != root ||
+      const bool attention = group && group->kind == GroupKind::Attention && !group->kernel.empty();
+      if (!group || (group->kind != GroupKind::Gemm && !attention) || group->nodes.back() != root ||
           (group->kernel.empty() && !group->epilogue))
         WEFT_INTERNAL_ERROR("graph: a product chosen to store its result as a view wants is not a stdlib gemm's");
       group->stored = *choice.store;
@@ -549,6 +554,8 @@ class Fuser {
     if (mm.kind != Kind::MatMul || mm.in_body) return "its data is not a product's result";
     if (users_[root.index].size() != 1 || (g_.result && *g_.result == root))
       return "the product's result has another reader";
+    // The stdlib attention kernel's output (constant sizes its clause holds for: no fallback).
+    if (attention_outs_.count(root.index)) return {};
     if (options_.plain_products.count(root.index) || !options_.stdlib_gemm || NoStdlibGemm(mm))
       return "the product is not on a stdlib gemm kernel";
     auto route = StdlibGemm(root);
@@ -1044,6 +1051,7 @@ class Fuser {
   std::vector<Alternative> alternatives_;        // attention kernels decided at run time
   std::set<std::uint32_t> own_buffer_;           // values that share no buffer
   std::map<std::uint32_t, const ViewChoice*> choice_of_;  // ChooseViews' choice per view (in plan_.views)
+  std::set<std::uint32_t> attention_outs_;                // the `@` of attention patterns the stdlib kernel computes
   std::set<std::uint32_t> stored_;  // views over products that store in their layout (the chain down to the data)
   std::map<std::uint32_t, weft::Result<InPlaceRead, std::string>> read_of_;  // ChooseViews' ReadInPlace per view
   std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say

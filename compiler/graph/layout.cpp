@@ -78,7 +78,7 @@ core::ViewResult LayoutOf(const Graph& graph, const Plan& plan, NodeId id) {
   return LayoutOf(graph, &plan, id);
 }
 
-weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id) {
+weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, bool flatten) {
   std::vector<NodeId> chain;
   NodeId root = id;
   for (; graph.Get(root).kind == Kind::View; root = graph.Get(root).args.at(0)) chain.push_back(root);
@@ -112,7 +112,7 @@ weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id) 
   const Node& data = graph.Get(root);
   if (data.shape.size() < 2) return std::string("the stored value is of rank ") + std::to_string(data.shape.size());
   StoredOut out{id, root, *layout, *layout, {}, {}};
-  if (data.shape.size() > 2) {
+  if (flatten && data.shape.size() > 2) {
     core::Dim rows = core::Dim::Constant(1);
     for (std::size_t a = 0; a + 1 < data.shape.size(); ++a) rows = *core::Mul(rows, data.shape[a]);
     core::ViewResult flat = core::Reshape(*layout, {rows, data.shape.back()});

@@ -25,10 +25,11 @@ core::ViewResult LayoutOf(const Graph& graph, const Plan& plan, NodeId id);
 // The layout in which the data under view `id` (the first node down its chain of views that is not
 // a view) would be stored so that the view is row-major over it: the chain's steps inverted, from
 // the view's row-major layout down (a permute's inverse, a reshape back to its operand's shape).
-// Over the stdlib gemm's output [m, n] (the root's leading axes flattened) the modes after each
-// axis's outermost must be constants and the last axis's innermost mode contiguous, a multiple of
-// 16 bytes; or why not (a slice, a broadcast, an element chosen at run time in the chain).
-weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id);
+// Over the kernel's output (`flatten`: the stdlib gemm's [m, n], the root's leading axes
+// flattened; else the root's shape, as the attention kernel's) the modes after each axis's
+// outermost must be constants and the last axis's innermost mode contiguous, a multiple of 16
+// bytes; or why not (a slice, a broadcast, an element chosen at run time in the chain).
+weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, bool flatten = true);
 
 // How a stdlib kernel that copies its operands into shared memory by TMA (sm_90a) reads view `id`
 // in place, without a copy: the node that owns the data (the first operand down the chain of views
