@@ -48,8 +48,9 @@ struct TensorMapSpec {
   std::int64_t box_cols = 0;  // the box's extent along the tensor's last axis (elements)
   std::int64_t box_rows = 0;  // ... and along the flattened rows (dense), or the next-to-last axis
   layout::SwizzleMode swizzle = layout::SwizzleMode::kNone;
-  // 0: the dense 2-D map (leading axes flattened into rows). Else the parameter is read in place
-  // (tile::Param::in_place): a map of `rank` dims in InPlaceMapDims's order, box
+  // 0: the dense 2-D map (leading axes flattened into rows). Else the parameter is read in place,
+  // or (an `out` one) stored through a layout (tile::Param::in_place): a map of `rank` dims in
+  // InPlaceMapDims's order, box
   // (box_cols, box_rows, 1, ...), whose extents and strides the launch gives.
   int rank = 0;
   friend bool operator==(const TensorMapSpec&, const TensorMapSpec&) = default;

@@ -291,8 +291,9 @@ typedef struct weft_tensor weft_tensor;
 
 /* One TMA tensor map an entry takes (device.h's TensorMapSpec). With `rank` 0: the 2-D view of
  * tensor parameter `tensor` (an index into the launch's `tensors`), dense and row-major, with its
- * leading axes flattened into rows. With `rank` 2 to 5: the tensor is read in place through a
- * strided view whose dims, strides and offset the launch gives (weft_program_launch_views); the
+ * leading axes flattened into rows. With `rank` 2 to 5: the tensor is read in place (or, an `out`
+ * one, stored) through a strided view whose dims, strides and offset the launch gives
+ * (weft_program_launch_views); the
  * box is box_cols x box_rows x 1 ... */
 typedef struct weft_program_tensor_map {
   int32_t tensor;
