@@ -154,5 +154,40 @@ TEST_CASE("on sm_90a a product's operand views join its group instead of copies"
   CHECK(said == 1);
 }
 
+TEST_CASE("a product read through heads stores heads-major: the view is row-major over it", "[graph][stored]") {
+  auto p = Build(R"(def main =
+  let x = (random [256, 512] 1 : bf16[256, 512]) in
+  let w = (random [512, 512] 2 : bf16[512, 512]) in
+  let b = (random [2, 128, 512] 3 : bf16[2, 128, 512]) in
+  let _ = save "q.npy" (permute [1, 0, 2] (reshape [256, 4, 128] (x @ w))) in
+  let _ = save "qb.npy" (permute [0, 2, 1, 3] (reshape [2, 128, 4, 128] (b @ w))) in
+  let _ = save "t.npy" (transpose (x @ w)) in
+  save "s.npy" ((x @ w)[:, 0:256])
+)");
+  std::vector<NodeId> tops;  // the last view of each saved chain
+  for (const Node& n : p->graph.nodes)
+    if (n.kind == Kind::Save) tops.push_back(n.args.at(1));
+  REQUIRE(tops.size() == 4);
+  auto heads = StoreLayout(p->graph, tops[0]);
+  REQUIRE(heads);
+  CHECK(p->graph.Get(heads->root).kind == Kind::MatMul);
+  CHECK(core::ToString(heads->layout) == "(256, (4, 128)):(128, (32768, 1))");
+  CHECK(heads->inner == std::vector<std::vector<std::int64_t>>{{}, {128}});
+  CHECK(heads->order == std::vector<int>{1, 0, 2});  // heads, rows, within a head
+  // Rows of two modes (b, s) over the kernel's [m, n].
+  auto batched = StoreLayout(p->graph, tops[1]);
+  REQUIRE(batched);
+  CHECK(core::ToString(batched->flat) == "((2, 128), (4, 128)):((65536, 128), (16384, 1))");
+  CHECK(batched->inner == std::vector<std::vector<std::int64_t>>{{128}, {128}});
+  CHECK(batched->order == std::vector<int>{0, 2, 1, 3});
+  // A transpose's rows would be columns: no contiguous run; a slice is not undone.
+  auto transposed = StoreLayout(p->graph, tops[2]);
+  REQUIRE_FALSE(transposed);
+  CHECK(transposed.error().find("contiguous") != std::string::npos);
+  auto slice = StoreLayout(p->graph, tops[3]);
+  REQUIRE_FALSE(slice);
+  CHECK(slice.error().find("`index` view") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft::graph
