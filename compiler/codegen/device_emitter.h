@@ -215,6 +215,10 @@ class Emitter {
   // admits: a constant, or a size variable with a `where` fact `v % m == 0`, m a multiple of it.
   bool ExtentMultiple(const core::Dim& d, std::int64_t multiple) const;
   void EmitTmaStore(OpId id, const tile::op::Store& s, int map);
+  // Map dim `d`'s coordinate (i32) of an axis index `x` of a view read or stored in place: the
+  // index split over the axis's modes, `(x / (extents of the modes inside d)) % (d's extent)`, the
+  // outermost unbounded (`inner`: the axis's modes after its outermost, InPlaceRead::inner).
+  llvm::Value* MapCoordinate(llvm::Value* x, const MapDim& d, const std::vector<std::int64_t>& inner);
   // A `store`'s vector `v` of its copy layout (plan.h): the source's registers it gathers.
   llvm::Value* StoreVector(ValueId src, const synth::OpChoice& choice, std::int64_t v);
   std::map<std::uint32_t, int> store_maps_;  // a TMA store's op -> its map

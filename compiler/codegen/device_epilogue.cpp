@@ -205,15 +205,7 @@ void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
         for (const MapDim& d : InPlaceMapDims(dst->in_place->inner)) {
           llvm::Value* x = dst->first[static_cast<std::size_t>(d.axis)];
           if (d.axis == q - 1) x = b_.CreateAdd(x, I64(box * spec.box_cols));
-          const std::vector<std::int64_t>& inner = dst->in_place->inner[static_cast<std::size_t>(d.axis)];
-          if (!inner.empty()) {
-            std::int64_t within = 1;
-            for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];
-            std::int64_t extent = d.mode > 0 ? inner[static_cast<std::size_t>(d.mode - 1)] : 0;
-            if (within > 1) x = b_.CreateUDiv(x, I64(within));
-            if (extent > 0) x = b_.CreateURem(x, I64(extent));
-          }
-          coords.push_back(b_.CreateTrunc(x, b_.getInt32Ty()));
+          coords.push_back(MapCoordinate(x, d, dst->in_place->inner[static_cast<std::size_t>(d.axis)]));
         }
         hopper::TmaStore(b_, maps_.at(static_cast<std::size_t>(map)), coords, b_.CreateAdd(smem, I32(box * box_bytes)));
         continue;
@@ -224,6 +216,17 @@ void Emitter::EmitTmaStore(OpId id, const tile::op::Store& s, int map) {
     hopper::BulkCommit(b_);
     hopper::BulkWaitRead(b_);  // the boxes stay until read: the block's shared memory ends with it
   });
+}
+
+llvm::Value* Emitter::MapCoordinate(llvm::Value* x, const MapDim& d, const std::vector<std::int64_t>& inner) {
+  if (!inner.empty()) {
+    std::int64_t within = 1;
+    for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];
+    std::int64_t extent = d.mode > 0 ? inner[static_cast<std::size_t>(d.mode - 1)] : 0;
+    if (within > 1) x = b_.CreateUDiv(x, I64(within));
+    if (extent > 0) x = b_.CreateURem(x, I64(extent));
+  }
+  return b_.CreateTrunc(x, b_.getInt32Ty());
 }
 
 }  // namespace weft::codegen::device_emit

@@ -161,16 +161,7 @@ void Emitter::EmitTma(OpId id, const tile::op::ToShared& s, ValueId dst, llvm::V
             llvm::Value* x = src->first[static_cast<std::size_t>(d.axis)];
             if (d.axis == q - 1) x = b_.CreateAdd(x, I64(c0));
             if (d.axis == q - 2) x = b_.CreateAdd(x, I64(r0));
-            const std::vector<std::int64_t>& inner = src->in_place->inner[static_cast<std::size_t>(d.axis)];
-            if (!inner.empty()) {
-              // Mode j's index: (x / (extents of the modes inside j)) % (j's extent), the outermost unbounded.
-              std::int64_t within = 1;
-              for (std::size_t j = static_cast<std::size_t>(d.mode); j < inner.size(); ++j) within *= inner[j];
-              std::int64_t extent = d.mode > 0 ? inner[static_cast<std::size_t>(d.mode - 1)] : 0;
-              if (within > 1) x = b_.CreateUDiv(x, I64(within));
-              if (extent > 0) x = b_.CreateURem(x, I64(extent));
-            }
-            coords.push_back(b_.CreateTrunc(x, b_.getInt32Ty()));
+            coords.push_back(MapCoordinate(x, d, src->in_place->inner[static_cast<std::size_t>(d.axis)]));
           }
           hopper::TmaLoad(b_, at, maps_.at(static_cast<std::size_t>(map)), coords, bar_address);
         }
