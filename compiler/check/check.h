@@ -85,6 +85,10 @@ std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts 
 std::string LayoutLines(const SourceManager& sources, const VarStore& vars, const CheckedDef& def);
 // Those lines of a kernel's tiles alone (tile_layouts.cpp; the REPL's `:type --layouts KERNEL`).
 std::string TileLayoutLines(const SourceManager& sources, const TileLayouts& tiles);
+// One of those lines, without its indent: variable `var`'s, and constraint `c`'s (the language
+// server's hover on a tile shows its variable's and the constraints that mention it).
+std::string TileVarLine(const SourceManager& sources, const TileLayouts& tiles, std::int32_t var);
+std::string TileConstraintLine(const SourceManager& sources, const TileLayouts& tiles, const TileConstraint& c);
 
 class Checker;
 

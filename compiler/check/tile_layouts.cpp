@@ -398,68 +398,81 @@ void Checker::InferTileLayouts(CheckedDef& checked) {
 
 namespace weft::check {
 
+namespace {
+
+std::string At(const SourceManager& sources, Span span) {
+  LineCol where = sources.Get(span.file).Locate(span.begin);
+  return std::to_string(where.line) + ":" + std::to_string(where.column);
+}
+
+std::string Quoted(const SourceManager& sources, Span span) {
+  std::string s(sources.Text(span));
+  if (auto newline = s.find('\n'); newline != std::string::npos) s = s.substr(0, newline) + " ...";
+  return "`" + s + "`";
+}
+
+std::string VarName(std::int32_t v) { return "'L" + std::to_string(v + 1); }
+
+}  // namespace
+
+std::string TileVarLine(const SourceManager& sources, const TileLayouts& tiles, std::int32_t var) {
+  const TileLayoutVar& v = tiles.vars[static_cast<std::size_t>(var)];
+  std::string type = std::string(Spelling(v.dtype)) + "[";
+  for (std::size_t k = 0; k < v.shape.size(); ++k)
+    type += (k ? ", " : "") + (v.shape[k] < 0 ? std::string("?") : std::to_string(v.shape[k]));
+  type += std::string("] ") + (v.shared ? "@shared" : "@reg");
+  // A loop's carried value or result: its span is the loop's.
+  std::string name =
+      !v.name.empty() ? "`" + v.name + "`" : v.loop ? std::string("the loop's result") : Quoted(sources, v.span);
+  std::string origin = At(sources, v.span);
+  if (v.loop) origin = (v.carried ? "carried by the loop at " : "the loop's result at ") + origin;
+  return "tile " + VarName(var) + " " + name + " : " + type + "  (" + origin + ")";
+}
+
+std::string TileConstraintLine(const SourceManager& sources, const TileLayouts& tiles, const TileConstraint& c) {
+  std::string line = VarName(c.a);
+  switch (c.relation) {
+    case TileRelation::Equal:
+      line += " = " + VarName(c.b);
+      break;
+    case TileRelation::SliceOf:
+      line += " slice of " + VarName(c.b) + " " + std::string(Spelling(c.keep));
+      break;
+    case TileRelation::MmaOperand:
+      line += " mma " + std::string(Spelling(c.role)) + " of the " + std::string(Spelling(c.dtype)) + " family";
+      break;
+    case TileRelation::Copy:
+      switch (c.copy) {
+        case CopyKind::ToShared:
+          line += " copy of " + Quoted(sources, c.other) + " (global to shared)";
+          break;
+        case CopyKind::ToRegs:
+          line += " copy of " + VarName(c.b) + " (shared to registers)";
+          break;
+        case CopyKind::Store:
+          line += " stored to " + Quoted(sources, c.other) + " (" +
+                  (tiles.vars[static_cast<std::size_t>(c.a)].shared ? "shared" : "registers") + " to global)";
+          break;
+        case CopyKind::Convert:
+          line += " copy of " + VarName(c.b) + " (registers, converted)";
+          break;
+      }
+      break;
+    case TileRelation::Transpose:
+      line += " transpose of " + VarName(c.b);
+      break;
+    case TileRelation::Pinned:
+      line += " pinned to " + c.text;
+      break;
+  }
+  return line + "  (" + c.who + " at " + At(sources, c.span) + ")";
+}
+
 std::string TileLayoutLines(const SourceManager& sources, const TileLayouts& tiles) {
-  auto at = [&](Span span) {
-    LineCol where = sources.Get(span.file).Locate(span.begin);
-    return std::to_string(where.line) + ":" + std::to_string(where.column);
-  };
-  auto text = [&](Span span) {
-    std::string s(sources.Text(span));
-    if (auto newline = s.find('\n'); newline != std::string::npos) s = s.substr(0, newline) + " ...";
-    return "`" + s + "`";
-  };
-  auto var = [](std::int32_t v) { return "'L" + std::to_string(v + 1); };
   std::string out;
-  for (std::size_t i = 0; i < tiles.vars.size(); ++i) {
-    const TileLayoutVar& v = tiles.vars[i];
-    std::string type = std::string(Spelling(v.dtype)) + "[";
-    for (std::size_t k = 0; k < v.shape.size(); ++k)
-      type += (k ? ", " : "") + (v.shape[k] < 0 ? std::string("?") : std::to_string(v.shape[k]));
-    type += std::string("] ") + (v.shared ? "@shared" : "@reg");
-    // A loop's carried value or result: its span is the loop's.
-    std::string name = !v.name.empty() ? "`" + v.name + "`" : v.loop ? std::string("the loop's result") : text(v.span);
-    std::string origin = at(v.span);
-    if (v.loop) origin = (v.carried ? "carried by the loop at " : "the loop's result at ") + origin;
-    out += "  tile " + var(static_cast<std::int32_t>(i)) + " " + name + " : " + type + "  (" + origin + ")\n";
-  }
-  for (const TileConstraint& c : tiles.constraints) {
-    std::string line = "  " + var(c.a);
-    switch (c.relation) {
-      case TileRelation::Equal:
-        line += " = " + var(c.b);
-        break;
-      case TileRelation::SliceOf:
-        line += " slice of " + var(c.b) + " " + std::string(Spelling(c.keep));
-        break;
-      case TileRelation::MmaOperand:
-        line += " mma " + std::string(Spelling(c.role)) + " of the " + std::string(Spelling(c.dtype)) + " family";
-        break;
-      case TileRelation::Copy:
-        switch (c.copy) {
-          case CopyKind::ToShared:
-            line += " copy of " + text(c.other) + " (global to shared)";
-            break;
-          case CopyKind::ToRegs:
-            line += " copy of " + var(c.b) + " (shared to registers)";
-            break;
-          case CopyKind::Store:
-            line += " stored to " + text(c.other) + " (" + (tiles.vars[c.a].shared ? "shared" : "registers") +
-                    " to global)";
-            break;
-          case CopyKind::Convert:
-            line += " copy of " + var(c.b) + " (registers, converted)";
-            break;
-        }
-        break;
-      case TileRelation::Transpose:
-        line += " transpose of " + var(c.b);
-        break;
-      case TileRelation::Pinned:
-        line += " pinned to " + c.text;
-        break;
-    }
-    out += line + "  (" + c.who + " at " + at(c.span) + ")\n";
-  }
+  for (std::size_t i = 0; i < tiles.vars.size(); ++i)
+    out += "  " + TileVarLine(sources, tiles, static_cast<std::int32_t>(i)) + "\n";
+  for (const TileConstraint& c : tiles.constraints) out += "  " + TileConstraintLine(sources, tiles, c) + "\n";
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The rules of the kernel tier's layout types; see tile_layout.h.
 #include "core/tile_layout.h"
 
+#include <algorithm>
+
 namespace weft::core {
 namespace {
 
@@ -37,7 +39,11 @@ SliceKeep ReductionKeep(std::size_t source_rank) {
 void ElementwiseConstraints(std::vector<TileConstraint>& out, const std::string& fn, const TileTerm& result,
                             const std::vector<TileTerm>& operands, Span span) {
   std::string who = "the elementwise `" + fn + "`";
-  for (const TileTerm& operand : operands) {
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const TileTerm& operand = operands[i];
+    // One constraint per tile: `r + r` relates `r` to the result once.
+    auto same = [&](const TileTerm& t) { return t.var == operand.var; };
+    if (std::any_of(operands.begin(), operands.begin() + static_cast<std::ptrdiff_t>(i), same)) continue;
     TileConstraint c;
     c.span = span;
     c.who = who;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/overloaded.h"
+#include "check/check.h"
 #include "core/type_printer.h"
 
 namespace weft::lsp {
@@ -766,6 +767,51 @@ std::vector<PublishedDiagnostic> Diagnose(const Document& document) {
 
 // ---- Hover ----
 
+// The kernel tile a hovered expression or binder is (docs/layouts.md, "Kernel tiles"): its
+// layout variable. An expression that makes a tile is that tile; a name is the tile of its
+// nearest binding before it (a loop's carried value inside the loop, its result after); a `let`'s
+// binder is the tile of the value it binds.
+std::optional<std::int32_t> TileVarAt(const core::Module& module, const core::Def& def, const CoreNode& node) {
+  if (!def.kernel) return std::nullopt;
+  const core::TileLayouts& tiles = def.kernel->tiles;
+  std::optional<std::int32_t> found;
+  auto index = [](std::size_t i) { return static_cast<std::int32_t>(i); };
+  if (node.is_pattern) {
+    const core::Pattern& p = module.Get(node.pattern);
+    const auto* name = std::get_if<core::pattern::Name>(&p.node);
+    if (!name) return std::nullopt;
+    for (std::size_t i = 0; i < tiles.vars.size(); ++i) {
+      const core::TileLayoutVar& v = tiles.vars[i];
+      if (v.name != name->name || v.loop || v.span.begin < p.span.end) continue;
+      if (!found || v.span.begin < tiles.vars[static_cast<std::size_t>(*found)].span.begin) found = index(i);
+    }
+    return found;
+  }
+  const core::Expr& e = module.Get(node.expr);
+  for (std::size_t i = 0; i < tiles.vars.size(); ++i)
+    if (tiles.vars[i].expr == node.expr && !tiles.vars[i].carried) return index(i);
+  const auto* local = std::get_if<core::expr::Local>(&e.node);
+  if (!local) return std::nullopt;
+  for (std::size_t i = 0; i < tiles.vars.size(); ++i) {
+    const core::TileLayoutVar& v = tiles.vars[i];
+    if (v.name != local->name || v.span.begin > e.span.begin) continue;
+    // A loop's state: the carried value inside the loop, its result after it.
+    if (v.loop && v.carried != (e.span.begin < v.span.end)) continue;
+    if (!found || v.span.begin >= tiles.vars[static_cast<std::size_t>(*found)].span.begin) found = index(i);
+  }
+  return found;
+}
+
+// A tile's layout variable and the constraints that mention it, as `weft check --layouts` prints
+// them.
+std::string TileLayoutHover(const SourceManager& sources, const core::TileLayouts& tiles, std::int32_t var) {
+  std::string lines = check::TileVarLine(sources, tiles, var);
+  for (const core::TileConstraint& c : tiles.constraints)
+    if (c.a == var || c.b == var) lines += "\n" + check::TileConstraintLine(sources, tiles, c);
+  return "\n\nits layout, solved per target (`weft explain`):\n\n" + CodeBlock(lines);
+}
+
+
 std::optional<HoverText> Hover(const Document& document, std::uint32_t offset, bool layouts) {
   Cursor cursor(document, offset);
   const Analysis& now = cursor.now();
@@ -821,6 +867,9 @@ std::optional<HoverText> Hover(const Document& document, std::uint32_t offset, b
         }
       }
     }
+    if (layouts)
+      if (std::optional<std::int32_t> var = TileVarAt(reader.module(), *point->def, *node))
+        extra += TileLayoutHover(analysis.sources, point->def->kernel->tiles, *var);
     std::optional<Range> range = DocumentRange(document, point->view->map, span);
     if (!range) range = DocumentRange(document, point->view->map, point->token->span);
     if (!range) return std::nullopt;

@@ -197,7 +197,9 @@ std::string Printer::Print() {
       if (v.space != tile::Space::Shared && v.space != tile::Space::Reg) continue;
       if (std::holds_alternative<tile::op::Loop>(op.node)) continue;  // the carried value's layout
       const ValueChoice& vc = plan_.values[r.index];
-      out << "  " << Name(r) << ": " << ShapeOf(v) << " " << SpaceText(v.space);
+      out << "  ";
+      if (v.layout_var != core::kNoTile) out << "'L" << v.layout_var + 1 << " ";  // the checker's variable
+      out << Name(r) << ": " << ShapeOf(v) << " " << SpaceText(v.space);
       std::string src = Source(op.span);
       if (!src.empty()) out << " = " << src;
       std::string where = Where(op.span);

@@ -59,6 +59,9 @@ struct Value {
   std::vector<core::Dim> shape;
   std::optional<Pin> pin;
   OpId def;  // the op that defines it; invalid for parameters and a pipeline's counter/carried values
+  // The checker's layout variable of this tile (an index into core::TileLayouts::vars, printed
+  // 'L1 for 0), if the checker gave it one: `weft explain` names each solved tile by it.
+  std::int32_t layout_var = core::kNoTile;
 };
 
 namespace op {

@@ -802,6 +802,9 @@ void Lowering::CarryLayouts() {
                           kernel_.name + "` was not lowered");
     return static_cast<std::int32_t>(v.index);
   };
+  for (std::size_t var = 0; var < layout_values_.size(); ++var)
+    if (layout_values_[var].valid() && kernel_.Get(layout_values_[var]).layout_var == core::kNoTile)
+      kernel_.Get(layout_values_[var]).layout_var = static_cast<std::int32_t>(var);
   for (core::TileConstraint c : fields_.tiles->constraints) {
     c.a = value(c.a);
     c.b = value(c.b);

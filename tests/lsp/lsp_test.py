@@ -53,6 +53,14 @@ def main =
   print t
 """
 
+TILES = """\
+kernel double (x: f32[n, 64]) (out y: f32[n, 64]) where n % 64 == 0 grid n / 64 threads 128 =
+  let i = block_idx in
+  let s = shared (tile x [64, 64] (i, 0)) in
+  let r = regs s in
+  store (tile y [64, 64] (i, 0)) (r + r)
+"""
+
 INCREMENTAL = """\
 def base (x: f32[n]) = x * 2.0
 
@@ -598,6 +606,23 @@ def main():
     result = client.at("textDocument/hover", views_uri, position_of(VIEWS, "t = ", 0, 0))
     check("layouts: a value of main has a known layout",
           hover_text(result) == "t : f32[6, 4] @ (6, 4):(1, 6)", result)
+    # A kernel's tile: its layout variable and the constraints that mention it.
+    tiles_uri = "file://" + os.path.join(work, "tiles.weft")
+    client.open(tiles_uri, TILES)
+    check("layouts: a kernel: no diagnostics", client.diagnostics(tiles_uri) == [])
+    result = client.at("textDocument/hover", tiles_uri, position_of(TILES, "regs s", 0, 5))
+    value = result["contents"]["value"] if result else ""
+    check("layouts: a name bound to a shared tile shows the tile's layout variable",
+          "tile 'L1 `s` : f32[64, 64] @shared  (3:11)" in value, result)
+    check("layouts: ... and the constraints that mention it, the copy that writes it and the one that reads it",
+          "'L1 copy of `tile x [64, 64] (i, 0)` (global to shared)  (`shared` at 3:11)" in value
+          and "'L2 copy of 'L1 (shared to registers)  (`regs` at 4:11)" in value, result)
+    check("layouts: ... and not the constraints of other tiles", "'L2 = 'L3" not in value, result)
+    result = client.at("textDocument/hover", tiles_uri, position_of(TILES, "r + r", 0, 0))
+    value = result["contents"]["value"] if result else ""
+    check("layouts: a use of a register tile's name shows its binding's variable and its equalities",
+          "tile 'L2 `r` : f32[64, 64] @reg  (4:11)" in value and "'L2 = 'L3  (the elementwise `+` at 5:35)" in value,
+          result)
     status = client.stop()
     check("layouts: shutdown then exit: exit status 0", status == 0, status)
 
