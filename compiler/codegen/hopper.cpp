@@ -48,47 +48,49 @@ void CpAsync16(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* src, llvm::V
     Asm(b, b.getVoidTy(), "cp.async.cg.shared.global [$0], [$1], 16;", "r,l", {dst, src});
 }
 
+namespace {
+
+// The operands of a tensor copy's coordinates after those before them (`first` of them): text
+// `{$first, ...}`, a 32-bit register constraint and the value each.
+std::string Coordinates(const std::vector<llvm::Value*>& coords, std::size_t first, std::string& constraints,
+                        std::vector<llvm::Value*>& args) {
+  std::string text = "{";
+  for (std::size_t i = 0; i < coords.size(); ++i) {
+    text += (i ? ", $" : "$") + std::to_string(first + i);
+    constraints += ",r";
+    args.push_back(coords[i]);
+  }
+  return text + "}";
+}
+
+}  // namespace
+
 void TmaLoad2d(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, llvm::Value* col, llvm::Value* row,
                llvm::Value* bar) {
-  Asm(b, b.getVoidTy(),
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
-      "r,l,r,r,r", {dst, map, col, row, bar});
+  TmaLoad(b, dst, map, {col, row}, bar);
 }
 
 void TmaLoad(llvm::IRBuilder<>& b, llvm::Value* dst, llvm::Value* map, const std::vector<llvm::Value*>& coords,
              llvm::Value* bar) {
-  const std::size_t rank = coords.size();
-  std::string text = "cp.async.bulk.tensor." + std::to_string(rank) +
-                     "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {";
   std::string constraints = "r,l";
   std::vector<llvm::Value*> args = {dst, map};
-  for (std::size_t i = 0; i < rank; ++i) {
-    text += (i ? ", $" : "$") + std::to_string(i + 2);
-    constraints += ",r";
-    args.push_back(coords[i]);
-  }
-  text += "}], [$" + std::to_string(rank + 2) + "];";
+  std::string text = "cp.async.bulk.tensor." + std::to_string(coords.size()) +
+                     "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, " +
+                     Coordinates(coords, 2, constraints, args) + "], [$" + std::to_string(coords.size() + 2) + "];";
   constraints += ",r";
   args.push_back(bar);
   Asm(b, b.getVoidTy(), text, constraints, args);
 }
 
 void TmaStore2d(llvm::IRBuilder<>& b, llvm::Value* map, llvm::Value* col, llvm::Value* row, llvm::Value* src) {
-  Asm(b, b.getVoidTy(), "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r",
-      {map, col, row, src});
+  TmaStore(b, map, {col, row}, src);
 }
 
 void TmaStore(llvm::IRBuilder<>& b, llvm::Value* map, const std::vector<llvm::Value*>& coords, llvm::Value* src) {
-  const std::size_t rank = coords.size();
-  std::string text = "cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.bulk_group [$0, {";
   std::string constraints = "l";
   std::vector<llvm::Value*> args = {map};
-  for (std::size_t i = 0; i < rank; ++i) {
-    text += (i ? ", $" : "$") + std::to_string(i + 1);
-    constraints += ",r";
-    args.push_back(coords[i]);
-  }
-  text += "}], [$" + std::to_string(rank + 1) + "];";
+  std::string text = "cp.async.bulk.tensor." + std::to_string(coords.size()) + "d.global.shared::cta.bulk_group [$0, " +
+                     Coordinates(coords, 1, constraints, args) + "], [$" + std::to_string(coords.size() + 1) + "];";
   constraints += ",r";
   args.push_back(src);
   Asm(b, b.getVoidTy(), text, constraints, args);
