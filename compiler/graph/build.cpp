@@ -10,8 +10,10 @@
 #include <variant>
 
 #include "base/overloaded.h"
+#include "core/array_layout.h"
 #include "core/type_printer.h"
 #include "graph/graph.h"
+#include "graph/layout.h"
 #include "weft/numerics.h"
 
 namespace weft::graph {
@@ -38,6 +40,7 @@ struct GSubst {
   std::map<std::uint32_t, Dtype> elems;
   std::map<std::uint32_t, Dim> sizes;
   std::map<std::uint32_t, std::vector<Dim>> shapes;
+  std::map<std::uint32_t, core::LayoutRef> layouts;  // a parameter's layout variable: its argument's layout
 };
 
 struct GEnv;
@@ -166,6 +169,12 @@ class Builder {
     }
     return true;
   }
+  // The layout the checker's `type` has (core/array_layout.h) in `main`'s terms: its dims, shapes
+  // and layout variables substituted; nullopt where that leaves it not known.
+  std::optional<core::ViewResult> CheckedLayout(const TypeRef& type, const GSubst& subst) const;
+  // Gives the view nodes made from `first` on that have no layout yet the checker's layout of
+  // `type`, the type of the expression that made the last of them.
+  void TakeLayout(std::size_t first, const GRef& value, const TypeRef& type, const GSubst& subst);
   void MatchTypes(const TypeRef& pattern, const TypeRef& concrete, const GSubst& caller, GSubst& out);
   void BindValue(const TypeRef& type, const GValue& value, GFrame& frame, Span span);
   void Check(const core::RuntimeCheck& check, GFrame& frame);
@@ -243,6 +252,55 @@ class Builder {
 
 // ---- Types and sizes (the interpreter's MatchTypes and MatchValue, at compile time) ----
 
+std::optional<core::ViewResult> Builder::CheckedLayout(const TypeRef& type, const GSubst& subst) const {
+  TypeRef t = vars_.Resolve(type);
+  const auto* tensor = std::get_if<TensorType>(&t->node);
+  if (!tensor) return std::nullopt;
+  core::LayoutMap map;
+  map.dim = [&](const Dim& d) { return DimOf(d, subst); };
+  map.shape = [&](const core::Shape& shape) {
+    core::Shape s = vars_.Resolve(shape), out;
+    for (const Dim& d : s.before) out.before.push_back(DimOf(d, subst));
+    if (s.spread) {
+      auto it = subst.shapes.find(s.spread->index);
+      if (it == subst.shapes.end()) return s;
+      out.before.insert(out.before.end(), it->second.begin(), it->second.end());
+    }
+    for (const Dim& d : s.after) out.before.push_back(DimOf(d, subst));
+    return out;
+  };
+  map.var = [&](core::LayoutVarId v) -> core::LayoutRef {
+    auto it = subst.layouts.find(v.index);
+    return it == subst.layouts.end() ? nullptr : it->second;
+  };
+  core::LayoutRef layout = core::MapLayout(core::Detached(vars_.Resolve(tensor->layout), tensor->shape), map);
+  if (const auto* strided = std::get_if<core::StridedView>(&layout->node)) return core::ViewResult(*strided);
+  if (const auto* not_strided = std::get_if<core::Layout::NotStrided>(&layout->node))
+    return core::ViewResult(not_strided->why);
+  return std::nullopt;
+}
+
+void Builder::TakeLayout(std::size_t first, const GRef& value, const TypeRef& type, const GSubst& subst) {
+  const auto* id = std::get_if<NodeId>(&value->node);
+  if (!id || id->index < first || Get(*id).kind != Kind::View || Get(*id).layout) return;
+  if (Get(*id).fn == "broadcast") return;  // the graph's own view (the expression's value owns its data)
+  std::optional<core::ViewResult> layout = CheckedLayout(type, subst);
+  // Not strided for the checker, which types a definition once for all its calls: an element
+  // chosen by a parameter (`x[i]`) is chosen at run time there, but the graph, which inlines each
+  // call, may know it (`pick x 2`); the view's steps then say.
+  if (!layout || !layout->ok()) return;
+#ifndef NDEBUG
+  // The law that makes the checker's layouts the graph's: evaluated step by step from the data up,
+  // a view has the layout the checker gave it.
+  core::ViewResult steps = LayoutOf(g_, *id);
+  if (!steps.ok() || !(*steps == **layout))
+    WEFT_INTERNAL_ERROR("graph: the checker's layout of the view `" + Get(*id).fn + "` is " +
+                        core::ToString(**layout) + ", its steps give " +
+                        (steps.ok() ? core::ToString(*steps) : "not strided: " + steps.error()));
+#endif
+  g_.Get(*id).layout = std::move(*layout);
+}
+
 void Builder::MatchTypes(const TypeRef& pattern, const TypeRef& concrete, const GSubst& caller, GSubst& out) {
   TypeRef p = vars_.Resolve(pattern), c = vars_.Resolve(concrete);
   if (const auto* pt = std::get_if<TensorType>(&p->node)) {
@@ -282,6 +340,13 @@ void Builder::BindValue(const TypeRef& type, const GValue& value, GFrame& frame,
     const Node& node = Get(*id);
     Elem e = vars_.Resolve(tensor_type->elem);
     if (e.is_var()) frame.subst.elems.emplace(e.var().index, node.dtype);
+    // A parameter's layout variable: the argument's layout (the checker's, or row for what owns
+    // its data).
+    if (const auto* var = tensor_type->layout ? std::get_if<core::Layout::Var>(&tensor_type->layout->node) : nullptr;
+        var && !frame.subst.layouts.count(var->var.index)) {
+      core::ViewResult layout = LayoutOf(g_, *id);
+      frame.subst.layouts.emplace(var->var.index, core::KnownLayout(layout));
+    }
     core::Shape s = vars_.Resolve(tensor_type->shape);
     const std::vector<Dim>& dims = node.shape;
     std::size_t fixed = s.FixedRank();
@@ -523,7 +588,9 @@ GRef Builder::EvalApply(const ce::Apply& apply, const core::Expr& e, GFrame& fra
       for (const core::RuntimeCheck& c : *checks) Check(c, frame);
   }
   GRef fn = f;
+  std::size_t first = g_.nodes.size();
   for (const GRef& arg : args) fn = Call(fn, arg, e.span);
+  TakeLayout(first, fn, e.type, frame.subst);
   return fn;
 }
 
@@ -592,7 +659,10 @@ GRef Builder::EvalIndex(const ce::Index& index, const core::Expr& e, GFrame& fra
   }
   const std::vector<Dim>& base_shape = Get(n.args[0]).shape;
   for (std::size_t i = axis; i < base_shape.size(); ++i) n.shape.push_back(base_shape[i]);
-  return Make(Add(std::move(n)));
+  NodeId id = Add(std::move(n));
+  GRef value = Make(id);
+  TakeLayout(id.index, value, e.type, frame.subst);
+  return value;
 }
 
 GRef Builder::EvalLoop(const ce::Loop& loop, const core::Expr& e, GFrame& frame) {

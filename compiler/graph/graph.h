@@ -100,6 +100,13 @@ struct Node {
   std::size_t output = 0;            // KernelOut: which output; Param: which parameter
   std::int64_t group = 0;            // Dequant: the group size
   const core::Def* def = nullptr;    // Kernel: the kernel's definition
+  // View: its layout over the data it views, as the checker's type of its expression has it
+  // (core/array_layout.h) with the inlined calls' sizes and argument layouts substituted. Unset
+  // (LayoutOf then applies the view's steps, by the checker's function) for a view the graph makes
+  // itself (a broadcast's read), one whose type's layout a call does not make known (a function
+  // passed as a value), and one the checker types not strided for all calls (`x[i]`, `i` a
+  // parameter) that an inlined call may make strided (`pick x 2`).
+  std::optional<core::ViewResult> layout;
 };
 
 // A run-time check the program needs (a checker obligation over sizes only known at run time), in

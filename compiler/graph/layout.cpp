@@ -45,15 +45,24 @@ std::optional<core::ViewStep> StepOf(const Graph& graph, const Node& n) {
 
 namespace {
 
+// The layout a plan has node `id` (not a view) stored in, if it chose one (Group::stored).
+const core::StridedView* StoredLayout(const Plan* plan, NodeId id) {
+  if (!plan || id.index >= plan->group_of.size() || plan->group_of[id.index] < 0) return nullptr;
+  const Group& group = plan->groups[static_cast<std::size_t>(plan->group_of[id.index])];
+  return group.stored && group.stored->root == id ? &group.stored->layout : nullptr;
+}
+
 core::ViewResult LayoutOf(const Graph& graph, const Plan* plan, NodeId id) {
   const Node& n = graph.Get(id);
   if (n.kind != Kind::View) {
-    if (plan && id.index < plan->group_of.size() && plan->group_of[id.index] >= 0) {
-      const Group& group = plan->groups[static_cast<std::size_t>(plan->group_of[id.index])];
-      if (group.stored && group.stored->root == id) return group.stored->layout;
-    }
+    if (const core::StridedView* stored = StoredLayout(plan, id)) return *stored;
     return core::RowMajor(n.shape);
   }
+  // The checker's layout, unless the data under the view is stored in a layout the plan chose
+  // (after checking): then the view's steps are applied to that, by the checker's function.
+  NodeId root = id;
+  while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
+  if (n.layout && !StoredLayout(plan, root)) return *n.layout;
   core::ViewResult base = LayoutOf(graph, plan, n.args.at(0));
   if (!base) return base;
   std::optional<core::ViewStep> step = StepOf(graph, n);
