@@ -187,10 +187,31 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
       if (!IsOne(m.extent)) modes.push_back(m);
   StridedView out;
   out.offset = view.offset;
-  std::size_t next = 0;  // the first mode not taken yet
-  for (const Dim& extent : shape) {
+  std::size_t next = 0;   // the first mode not taken yet
+  bool assumed = false;  // a mode of symbolic extent was split (its extent taken to be a multiple)
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const Dim& extent = shape[k];
     std::vector<StridedMode> taken;
     Dim product = Dim::Constant(1);
+    if (k + 1 == shape.size()) {
+      // The last axis takes the modes left: the shapes have the same number of elements, so they
+      // make its extent (`4 * (e / 4)` is `e` where the reshape checked).
+      taken.assign(modes.begin() + static_cast<std::ptrdiff_t>(next), modes.end());
+      next = modes.size();
+      for (const StridedMode& m : taken) {
+        DimOr with = Checked(Mul(product, m.extent));
+        if (!with) return with.error();
+        product = *with;
+      }
+      auto want = extent.AsConstant(), have = product.AsConstant();
+      if (want && have && *want != *have)
+        return "the new shape has " + std::string(*have > *want ? "fewer" : "more") + " elements than the view";
+      // The equal counts of elements make the modes left the last extent, unless a split assumed a
+      // divisibility: then they must be it as written.
+      if (assumed && product != extent)
+        return "the modes left, of " + ToString(product) + " elements, are not the new extent " + ToString(extent);
+      product = extent;
+    }
     while (product != extent) {
       if (next == modes.size())
         return "the view's " + std::to_string(view.rank()) + " axes run out before the new shape's extent " +
@@ -199,6 +220,22 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
       DimOr with = Checked(Mul(product, m.extent));
       if (!with) return with.error();
       auto want = extent.AsConstant(), have = product.AsConstant(), size = m.extent.AsConstant();
+      if (want && have && !size && *want % *have == 0 && *want != *have) {
+        // A constant extent out of a mode of symbolic extent (`reshape [s, 4, e / 4]` of [s, e]):
+        // its outer part of `part`, the inner part `extent / part` left for the next axes. The
+        // shapes' products are equal (the checker's obligation for `reshape`), so where the other
+        // extents then match the other modes, the mode's extent is `part` times the inner one.
+        std::int64_t part = *want / *have;
+        DimOr inner = Checked(Div(m.extent, part));
+        if (!inner) return inner.error();
+        DimOr outer_stride = Checked(Mul(m.stride, *inner));
+        if (!outer_stride) return outer_stride.error();
+        taken.push_back({Dim::Constant(part), *outer_stride});
+        modes[next] = {*inner, m.stride};
+        product = extent;
+        assumed = true;
+        continue;
+      }
       if (*with == extent || !want || !have || !size || *want % (*have * *size) == 0) {
         taken.push_back(m);  // the whole mode (with symbolic extents: in the hope of meeting `extent`)
         product = *with;
@@ -218,6 +255,7 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
     }
     auto merged = Canonical(taken);
     if (!merged) return merged.error();
+    if (merged->size() == 1 && !taken.empty()) merged->front().extent = extent;  // the same number, in the new shape's terms
     out.axes.push_back(StridedAxis{std::move(*merged)});
   }
   if (next != modes.size()) return "the new shape's extents end before the view's elements (its product is smaller)";

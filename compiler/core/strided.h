@@ -76,8 +76,10 @@ ViewResult At(const StridedView& view, int axis, const Dim& index);
 ViewResult Broadcast(const StridedView& view, const std::vector<Dim>& shape);
 
 // The same elements, in row-major order, seen with `shape`: the modes of every axis in order,
-// regrouped into the new axes (a mode split where a constant extent divides it), adjacent modes of
-// an axis merged where the outer one's stride is the inner one's extent times its stride.
+// regrouped into the new axes (a mode split where a constant extent divides it, or where a constant
+// extent comes out of a mode of symbolic extent `e`, as `e / c` is left for the next axes), adjacent
+// modes of an axis merged where the outer one's stride is the inner one's extent times its stride.
+// @pre the shapes have the same number of elements (the checker's obligation for `reshape`).
 ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape);
 
 // CuTe's shape:stride, an axis of several modes in parentheses, then ` + offset` when not 0:
