@@ -35,7 +35,18 @@ namespace weft::codegen::array_emit {
 
 ArrayKernel ArrayEmitter::Emit() {
   for (NodeId id : group_.nodes) in_group_.insert(id.index);
+  for (const graph::Group& group : plan_.groups)
+    if (group.stored) stored_views_.insert(group.stored->view.index);
   for (NodeId id : group_.nodes) Collect(id);
+  // A group that stores its output through a layout: its dims are the kernel's sizes too.
+  if (group_.stored) {
+    CollectDim(group_.stored->layout.offset);
+    for (const core::StridedAxis& axis : group_.stored->layout.axes)
+      for (const core::StridedMode& mode : axis.modes) {
+        CollectDim(mode.extent);
+        CollectDim(mode.stride);
+      }
+  }
   for (const Dim& d : group_.space) CollectDim(d);
   for (NodeId out : group_.outputs) {
     if (plan_.buffer_of[out.index] < 0) Refuse("the output " + Name(out) + " has no device buffer");
@@ -85,6 +96,7 @@ std::string ArrayEmitter::Name(NodeId id) const {
 
 // A value the kernel reads from a buffer: computed elsewhere and held in device memory.
 bool ArrayEmitter::IsTensor(NodeId id) const {
+  if (StoredView(id)) return true;  // the host holds it as a tensor of the view's shape
   return !InGroup(id) && !Loose(id) && !Get(id).in_body && plan_.buffer_of[id.index] >= 0;
 }
 

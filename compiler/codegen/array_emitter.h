@@ -116,6 +116,12 @@ class ArrayEmitter {
   bool InGroup(NodeId id) const { return in_group_.count(id.index) != 0; }
   bool Loose(NodeId id) const { return plan_.group_of[id.index] == kLooseView; }
   bool IsTensor(NodeId id) const;
+  // Whether `id` is a view that its producer stores dense (graph::Group::stored): read as a tensor
+  // of its own shape, row-major, whatever group it is in.
+  bool StoredView(NodeId id) const { return stored_views_.count(id.index) != 0; }
+  // The element offset of coordinate `c` of `id`, a value its group stores through a layout
+  // (graph::Group::stored); row-major otherwise.
+  llvm::Value* OutputOffset(NodeId id, const Coords& c);
 
   // ---- 1. Parameters (array.cpp) ----
 
@@ -222,6 +228,7 @@ class ArrayEmitter {
   ArrayKernel out_;
 
   std::set<std::uint32_t> in_group_, visited_;
+  std::set<std::uint32_t> stored_views_;  // StoredView
   std::vector<NodeId> inputs_;
   std::set<core::SizeVarId> vars_;
   llvm::Function* f_ = nullptr;

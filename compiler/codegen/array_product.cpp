@@ -114,12 +114,38 @@ void ArrayEmitter::ProductKernel() {
         current_[mm.index] = FromCompute(b_.CreateLoad(ct, acc[static_cast<std::size_t>(4 * i + j)]), p.dtype);
         current_coords_ = at;
         llvm::Value* offset = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(batch_index, mv), r), nv), c);
-        for (NodeId out : group_.outputs) Store(out, offset, EmitOne(out, at));
+        for (NodeId out : group_.outputs)
+          Store(out, group_.stored && group_.stored->root == out ? OutputOffset(out, at) : offset, EmitOne(out, at));
         current_.erase(mm.index);
       });
     }
   }
   b_.CreateRetVoid();
+}
+
+// The element offset of `c` in value `id`, which its group stores through a layout (a QKV
+// projection heads-major, graph::Group::stored) where the stdlib kernel that would compute it
+// cannot run (its `where` clause fails at run time): each axis's index split over its modes
+// (x % extent for the inner ones, constants; the rest for the outermost), each times its stride.
+llvm::Value* ArrayEmitter::OutputOffset(NodeId id, const Coords& c) {
+  if (!group_.stored || group_.stored->root != id) return Linear(c, Get(id).shape);
+  const core::StridedView& layout = group_.stored->layout;
+  if (layout.axes.size() != c.size()) Refuse("internal: a stored layout of another rank than its value");
+  llvm::Value* offset = EmitDim(layout.offset);
+  for (std::size_t a = 0; a < c.size(); ++a) {
+    llvm::Value* x = c[a].v;
+    const std::vector<core::StridedMode>& modes = layout.axes[a].modes;
+    for (std::size_t m = modes.size(); m-- > 0;) {
+      llvm::Value* index = x;
+      if (m > 0) {
+        llvm::Value* extent = EmitDim(modes[m].extent);
+        index = b_.CreateURem(x, extent);
+        x = b_.CreateUDiv(x, extent);
+      }
+      offset = b_.CreateAdd(offset, b_.CreateMul(index, EmitDim(modes[m].stride)));
+    }
+  }
+  return offset;
 }
 
 }  // namespace weft::codegen::array_emit

@@ -723,8 +723,8 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   const std::size_t use = InPlaceUse(built, def, reads, stored);
   // Both kernels write every element of the output: the plan's buffer, not a zero-filled tensor.
   // Stored as a view of it wants (graph::Group::stored): a tensor of the view's shape, which the
-  // view's readers read as it is (the fusion chose this only where the stdlib kernel's `where`
-  // clause holds for constant sizes, so the generic product below never runs).
+  // view's readers read as it is; where the stdlib kernel's `where` clause fails at run time the
+  // generic product below stores through the same layout (array_product.cpp's OutputOffset).
   HTensor out = stored ? StoredBuffer(*stored) : Buffer(group.nodes.back());
   // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(out_.kernels[use].kernel, inputs);
@@ -965,9 +965,13 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   }
   std::vector<const graph::InPlaceRead*> reads;
   std::vector<const HTensor*> inputs = AttentionInputs(first, root, reads);
-  const std::size_t use = InPlaceUse(nullptr, def, reads);
+  // Stored as a view of it wants (graph::Group::stored on the last part, heads back to rows): the
+  // kernel stores so, and the parts' last product through the same layout.
+  const graph::StoredOut* stored = plan_.groups[last].stored ? &*plan_.groups[last].stored : nullptr;
+  const std::size_t use = InPlaceUse(nullptr, def, reads, stored);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
-  HTensor out = Buffer(plan_.groups[last].nodes.back());  // both paths write every element
+  // Both paths write every element.
+  HTensor out = stored ? StoredBuffer(*stored) : Buffer(plan_.groups[last].nodes.back());
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(kernel, inputs);
   llvm::Value* holds = WhereHolds(kernel, sizes);
   llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "attention.stdlib", main_);
@@ -975,7 +979,7 @@ std::size_t Lowering::LowerAttentionChoice(std::size_t index) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "attention.done", main_);
   b_.CreateCondBr(holds, fast, parts);
   b_.SetInsertPoint(fast);
-  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(first.causal ? 1 : 0))}, out, sizes, reads);
+  LaunchKernel(use, inputs, {Scalar(Dtype::Bool, I64(first.causal ? 1 : 0))}, out, sizes, reads, stored);
   b_.CreateBr(done);
   b_.SetInsertPoint(parts);
   for (std::size_t g = index; g <= last; ++g)
@@ -1042,6 +1046,10 @@ void Lowering::LowerArray(std::size_t index) {
     }
     if (values_[id.index]) {  // allocated by the caller (LowerStdlibGemm's fallback)
       tensors.push_back(values_[id.index]->handle);
+      continue;
+    }
+    if (group.stored && group.stored->root == id) {  // stored through a layout: the view's tensor
+      tensors.push_back(StoredBuffer(*group.stored).handle);
       continue;
     }
     tensors.push_back(Buffer(id).handle);

@@ -421,7 +421,7 @@ class Fuser {
         std::string why;
         auto match = Attention(NodeId(static_cast<std::uint32_t>(i)), why);
         if (!match) continue;
-        if (!match->at_run_time) attention_outs_.insert(static_cast<std::uint32_t>(i));
+        (match->at_run_time ? alternative_outs_ : attention_outs_).insert(static_cast<std::uint32_t>(i));
         for (NodeId x : {match->q, match->k, match->v}) {
           if (Get(x).kind != Kind::View) continue;
           if (match->at_run_time) run_time.insert(x.index);
@@ -465,11 +465,13 @@ class Fuser {
         choice.why = "sm_80's kernels copy operands by cp.async and read no view in place";
       choice.copy_bytes = 2 * PredictedBytes(Get(x));
       if (read && MapDims(*read) > 2) choice.map_bytes = static_cast<std::int64_t>(rs.size()) * PredictedBytes(Get(x));
-      choice.why_not_stored = others ? "another value reads it too" : WhyNotStored(x, run_time.count(index) > 0);
+      choice.why_not_stored = others ? "another value reads it too" : WhyNotStored(x);
       if (choice.why_not_stored.empty()) {
         NodeId root = x;
         while (Get(root).kind == Kind::View) root = Get(root).args.at(0);
-        auto layout = StoreLayout(g_, x, !attention_outs_.count(root.index));
+        // An attention's output is stored over its own [bh, s, d]; a product's over [m, n].
+        const bool attention = attention_outs_.count(root.index) || alternative_outs_.count(root.index);
+        auto layout = StoreLayout(g_, x, !attention);
         if (layout) {
           choice.store = std::move(*layout);
           // A contiguous run of less than 128 bytes (a line) fills its sectors partly: about one
@@ -524,7 +526,9 @@ class Fuser {
   }
 
   // The product groups that store their result in the layout a view wants (ChooseViews'
-  // choice): each is a stdlib gemm (or its epilogue kernel) whose one output is that result.
+  // choice): each is a stdlib gemm (or its epilogue kernel) whose one output is that result, the
+  // stdlib attention kernel, or the last part of an attention at run-time sizes (its generic
+  // product, which the kernel replaces where its clause holds: both store so).
   void MarkStored() {
     for (const ViewChoice& choice : plan_.views.views) {
       if (!choice.stored) continue;
@@ -532,20 +536,22 @@ class Fuser {
       const std::int64_t g = plan_.group_of[root.index];
       graph::Group* group = g >= 0 ? &plan_.groups[static_cast<std::size_t>(g)] : nullptr;
       const bool attention = group && group->kind == GroupKind::Attention && !group->kernel.empty();
+      const bool parts = alternative_outs_.count(root.index) > 0;
       if (!group || (group->kind != GroupKind::Gemm && !attention) || group->nodes.back() != root ||
-          (group->kernel.empty() && !group->epilogue))
+          (group->kernel.empty() && !group->epilogue && !parts))
         WEFT_INTERNAL_ERROR("graph: a product chosen to store its result as a view wants is not a stdlib gemm's");
       group->stored = *choice.store;
     }
   }
 
   // Why the product under view `x` cannot store its result in the layout `x` wants, or nothing:
-  // the data is a product on a stdlib gemm kernel (alone: it is read by the views alone), each view
-  // down to it read by the next alone, its sizes constants for which the kernel's `where` clause
-  // holds (the generic product, where the clause fails at run time, stores row-major).
-  std::string WhyNotStored(NodeId x, bool run_time) const {
+  // the data is a product on a stdlib gemm kernel (alone: it is read by the views alone) or an
+  // attention's output, each view down to it read by the next alone. Sizes known only at run time
+  // are no obstacle: where the kernel's `where` clause fails then, the generic product (or the
+  // attention's parts) stores through the same layout (codegen/array_product.cpp), so the readers
+  // find the view dense either way; constant sizes the clause fails for never reach the kernel.
+  std::string WhyNotStored(NodeId x) const {
     if (g_.result && *g_.result == x) return "`main` returns it";
-    if (run_time) return "an attention at run-time sizes reads it";
     NodeId root = x;
     for (NodeId u = NodeId(~0u); Get(root).kind == Kind::View; u = root, root = Get(root).args.at(0))
       if (root != x && (users_[root.index].size() != 1 || users_[root.index][0] != u))
@@ -554,24 +560,14 @@ class Fuser {
     if (mm.kind != Kind::MatMul || mm.in_body) return "its data is not a product's result";
     if (users_[root.index].size() != 1 || (g_.result && *g_.result == root))
       return "the product's result has another reader";
-    // The stdlib attention kernel's output (constant sizes its clause holds for: no fallback).
-    if (attention_outs_.count(root.index)) return {};
+    // The stdlib attention kernel's output (constant sizes its clause holds for: no fallback), or
+    // at run-time sizes the kernel's or its parts'.
+    if (attention_outs_.count(root.index) || alternative_outs_.count(root.index)) return {};
     if (options_.plain_products.count(root.index) || !options_.stdlib_gemm || NoStdlibGemm(mm))
       return "the product is not on a stdlib gemm kernel";
     auto route = StdlibGemm(root);
     if (!route || (route->kernel.empty() && !EpilogueKernel(g_, {root}, "")))
       return "the product is not on a stdlib gemm kernel";
-    const Node& a = Get(mm.args[0]);
-    std::int64_t rows = 1;
-    for (std::size_t i = 0; i + 1 < mm.shape.size(); ++i) {
-      std::optional<std::int64_t> c = mm.shape[i].AsConstant();
-      if (!c) return "its sizes are known only at run time (the generic product stores rows)";
-      rows *= *c;
-    }
-    std::optional<std::int64_t> n = mm.shape.back().AsConstant(), k = a.shape.back().AsConstant();
-    if (!n || !k) return "its sizes are known only at run time (the generic product stores rows)";
-    if (rows % 128 != 0 || *n % 256 != 0 || *k % 64 != 0)
-      return "the stdlib gemm's `where` clause does not hold for its sizes";
     return {};
   }
 
@@ -982,9 +978,13 @@ class Fuser {
     for (const auto& [alt, why, in_place] : alternatives_) {
       std::set<std::uint32_t> members;
       for (NodeId m : alt.members) members.insert(m.index);
-      // The views read in place are in the parts' groups, down to the data.
+      // The views read in place are in the parts' groups, down to the data; so are those their
+      // producer stores as they want (ChooseViews), which the parts read dense.
       for (const InPlaceRead& read : in_place)
         for (NodeId v = read.view; v != read.root; v = Get(v).args.at(0)) members.insert(v.index);
+      for (NodeId x : {alt.q, alt.k, alt.v})
+        if (stored_.count(x.index))
+          for (NodeId v = x; Get(v).kind == Kind::View; v = Get(v).args.at(0)) members.insert(v.index);
       const NodeId out = alt.members.front();
       std::int64_t last = plan_.group_of[out.index];
       std::vector<std::size_t> parts;
@@ -1015,6 +1015,8 @@ class Fuser {
         NodeId data = Base(x);
         for (const InPlaceRead& read : in_place)
           if (read.view == x) data = read.root;
+        if (stored_.count(x.index))
+          for (data = x; Get(data).kind == Kind::View;) data = Get(data).args.at(0);
         read_until_[data.index] = static_cast<std::size_t>(last);
       }
     }
@@ -1052,6 +1054,7 @@ class Fuser {
   std::set<std::uint32_t> own_buffer_;           // values that share no buffer
   std::map<std::uint32_t, const ViewChoice*> choice_of_;  // ChooseViews' choice per view (in plan_.views)
   std::set<std::uint32_t> attention_outs_;                // the `@` of attention patterns the stdlib kernel computes
+  std::set<std::uint32_t> alternative_outs_;  // ... and of those at run-time sizes (the kernel or its parts)
   std::set<std::uint32_t> stored_;  // views over products that store in their layout (the chain down to the data)
   std::map<std::uint32_t, weft::Result<InPlaceRead, std::string>> read_of_;  // ChooseViews' ReadInPlace per view
   std::map<std::uint32_t, std::size_t> read_until_;  // values read by a group its inputs do not say

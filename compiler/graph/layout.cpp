@@ -130,10 +130,13 @@ weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, 
   }
   if (!out.flat.offset.IsZero()) return std::string("the stored layout has an offset");
   const std::int64_t e = (weft::Bits(data.dtype) + 7) / 8;
-  // Each mode: its number across the axes, its guessed stride and extent.
+  // Each mode: its number across the axes, its stride and extent, and the stride guessed (sizes
+  // taken as 4096) to order the modes; the order is then checked on the dims themselves, so that
+  // sizes known only at run time (the tokens of `[s, 4096]`) store densely whatever they are.
   struct Mode {
     int number;
-    std::int64_t stride, extent;
+    core::Dim stride, extent;
+    std::int64_t guess;
   };
   std::vector<Mode> modes;
   out.inner.resize(out.flat.axes.size());
@@ -145,9 +148,9 @@ weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, 
         if (!extent) return "its axis " + std::to_string(a) + " has a mode whose extent is not a constant";
         out.inner[a].push_back(*extent);
       }
-      std::optional<std::int64_t> stride = Guess(ms[m].stride), extent = Guess(ms[m].extent);
-      if (!stride || !extent) return std::string("a stride or extent it cannot evaluate");
-      modes.push_back({static_cast<int>(modes.size()), *stride, *extent});
+      std::optional<std::int64_t> stride = Guess(ms[m].stride);
+      if (!stride) return std::string("a stride it cannot evaluate");
+      modes.push_back({static_cast<int>(modes.size()), ms[m].stride, ms[m].extent, *stride});
     }
   }
   const core::StridedMode& innermost = out.flat.axes.back().modes.back();
@@ -155,11 +158,14 @@ weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, 
   if (!(innermost.stride == core::Dim::Constant(1)) || !run || (*run * e) % 16 != 0)
     return std::string("its last axis's innermost mode is not a contiguous run of a multiple of 16 bytes");
   // Dense in some order of the modes: sorted by stride, each the product of the extents inside it.
-  std::stable_sort(modes.begin(), modes.end(), [](const Mode& x, const Mode& y) { return x.stride > y.stride; });
-  std::int64_t dense = 1;
+  std::stable_sort(modes.begin(), modes.end(), [](const Mode& x, const Mode& y) { return x.guess > y.guess; });
+  core::Dim dense = core::Dim::Constant(1);
   for (std::size_t i = modes.size(); i-- > 0;) {
-    if (modes[i].extent != 1 && modes[i].stride != dense) return std::string("the stored layout is not dense");
-    dense *= modes[i].extent;
+    if (!(modes[i].extent == core::Dim::Constant(1)) && !(modes[i].stride == dense))
+      return std::string("the stored layout is not dense");
+    auto outer = core::Mul(dense, modes[i].extent);
+    if (!outer) return std::string("the stored layout's size does not multiply out");
+    dense = *outer;
   }
   for (const Mode& m : modes) out.order.push_back(m.number);
   return out;

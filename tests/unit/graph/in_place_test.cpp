@@ -189,5 +189,61 @@ TEST_CASE("a product read through heads stores heads-major: the view is row-majo
   CHECK(slice.error().find("`index` view") != std::string::npos);
 }
 
+TEST_CASE("at run-time sizes a product stores heads-major where the modes inside each axis are constants",
+          "[graph][stored]") {
+  auto p = Build(R"(def main =
+  let x = (load "x.npy" : bf16[s, 512]) in
+  let b = (load "b.npy" : bf16[n, s, 512]) in
+  let w = (random [512, 512] 2 : bf16[512, 512]) in
+  let _ = save "q.npy" (permute [1, 0, 2] (reshape [s, 4, 128] (x @ w))) in
+  save "qb.npy" (permute [0, 2, 1, 3] (reshape [n, s, 4, 128] (b @ w)))
+)");
+  std::vector<NodeId> tops;
+  for (const Node& n : p->graph.nodes)
+    if (n.kind == Kind::Save) tops.push_back(n.args.at(1));
+  REQUIRE(tops.size() == 2);
+  // (s, (4, 128)):(128, (128 s, 1)): dense for every s, the heads' stride a dim over s.
+  auto heads = StoreLayout(p->graph, tops[0]);
+  REQUIRE(heads);
+  CHECK(heads->inner == std::vector<std::vector<std::int64_t>>{{}, {128}});
+  CHECK(heads->order == std::vector<int>{1, 0, 2});
+  const core::StridedView& l = heads->layout;
+  REQUIRE(l.axes.size() == 2);
+  REQUIRE(l.axes[1].modes.size() == 2);
+  CHECK_FALSE(l.axes[1].modes[0].stride.AsConstant());
+  CHECK(l.axes[1].modes[0].stride == *core::Mul(l.axes[0].modes[0].extent, core::Dim::Constant(128)));
+  CHECK(l.axes[0].modes[0].stride == core::Dim::Constant(128));
+  // Rows of two modes (n, s) over [m, n]: the kernel would split a row index by s, a run-time size.
+  auto batched = StoreLayout(p->graph, tops[1]);
+  REQUIRE_FALSE(batched);
+  CHECK(batched.error().find("not a constant") != std::string::npos);
+}
+
+TEST_CASE("projections at run-time sizes read by attention store heads-major, and the attention stores rows",
+          "[graph][stored]") {
+  auto p = Build(R"(import nn
+def heads (t: bf16[s, 512]) = permute [1, 0, 2] (reshape [s, 4, 128] t)
+def main =
+  let x = (load "x.npy" : bf16[s, 512]) in
+  let w = (random [512, 512] 2 : bf16[512, 512]) in
+  let o = causal_attention (heads (x @ transpose w)) (heads (x @ transpose w)) (heads (x @ transpose w)) in
+  save "y.npy" (reshape [s, 512] (permute [1, 0, 2] o) @ transpose w)
+)");
+  // sm_80 (no view read in place): without stores each of the four views would be a copy.
+  std::size_t stored = 0, copies = 0, alternative = 0;
+  for (const Group& g : p->plan.groups) {
+    stored += g.stored ? 1 : 0;
+    copies += g.why.find("a copy") == 0 ? 1 : 0;
+    alternative += g.alternative.empty() ? 0 : 1;
+  }
+  CHECK(stored == 4);  // three projections and the attention's last part
+  CHECK(copies == 0);
+  CHECK(alternative == 1);
+  for (const ViewChoice& c : p->plan.views.views) {
+    CHECK(c.stored);
+    CHECK_FALSE(c.copied);
+  }
+}
+
 }  // namespace
 }  // namespace weft::graph
