@@ -121,7 +121,7 @@ TypeRef Checker::Instantiate(const Scheme& scheme, Span call, const std::string&
     std::vector<LayoutFact>& facts = layout_instances_[SpanKey(call)];
     facts.clear();
     for (const LayoutFact& fact : scheme.layouts)
-      facts.push_back({SubstLayout(vars_, fact.layout, map), fact.span, fact.call});
+      facts.push_back({SubstLayout(vars_, fact.layout, map), fact.span, fact.call, fact.read});
   }
   // The callee's size names, for showing a clause as this call reads it.
   std::map<std::string, Dim> by_name;
@@ -478,6 +478,13 @@ std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts)
             std::string(Spelling(fact.relation)) + " " + printer.Print(vars.Resolve(fact.rhs));
     where = true;
   }
+  // A kernel's layout predicates (Scheme::admits), with the layouts: `'l1 row-major at 16 bytes`.
+  if (layouts)
+    for (const LayoutPredicate& p : def.scheme.admits) {
+      text += std::string(where ? ", " : " where ") + printer.Print(VarLayout(p.var)) + " row-major at " +
+              std::to_string(p.offset_bytes) + " bytes";
+      where = true;
+    }
   return text;
 }
 
@@ -499,10 +506,37 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
     if (auto newline = text.find('\n'); newline != std::string::npos) text = text.substr(0, newline) + " ...";
     return file + std::to_string(at.line) + ":" + std::to_string(at.column) + " `" + text + "`";
   };
+  // How a kernel call reads the argument (core::KernelRead): the verdict, and why.
+  auto read_text = [&](const KernelRead& read) {
+    const std::string kernel = "`" + read.kernel + "`";
+    auto fact_text = [&](const DimFact& f) {
+      return printer.Print(vars.Resolve(f.lhs)) + " " + std::string(Spelling(f.relation)) + " " +
+             printer.Print(vars.Resolve(f.rhs));
+    };
+    switch (read.verdict) {
+      case KernelRead::Verdict::kInPlace:
+        return kernel + " reads it in place";
+      case KernelRead::Verdict::kCopy: {
+        std::string text = kernel + " reads a copy: " + read.why;
+        for (std::size_t i = 0; i < read.core.size(); ++i)
+          text += (i == 0 ? " under `where` " : " and ") + where(read.core[i]);
+        return text;
+      }
+      case KernelRead::Verdict::kRunTime: {
+        std::string text = kernel + " reads it in place where ";
+        for (std::size_t i = 0; i < read.when.size(); ++i) text += (i ? " and `" : "`") + fact_text(read.when[i]) + "`";
+        return text + " at run time, else a copy";
+      }
+      case KernelRead::Verdict::kDeferred:
+        break;
+    }
+    return kernel + "'s `" + read.predicate.param + "` reads it in place where it is row-major at " +
+           std::to_string(read.predicate.offset_bytes) + " bytes (each call decides)";
+  };
   std::string out;
   auto line = [&](const LayoutFact& fact) {
     out += "  view " + (fact.call.valid() ? where(fact.call) + " -> " : "") + where(fact.span) + " @ " +
-           printer.Print(fact.layout) + (fact.read.empty() ? "" : ": " + fact.read) + "\n";
+           printer.Print(fact.layout) + (fact.read ? ": " + read_text(*fact.read) : "") + "\n";
   };
   for (const LayoutFact& fact : def.scheme.layouts) line(fact);
   for (const LayoutFact& fact : def.views) line(fact);

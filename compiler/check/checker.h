@@ -211,6 +211,14 @@ class Checker {
   // The layout stage (docs/layouts.md): the layouts of the definition's core IR (the last of
   // module_), of its scheme and of the views it reads.
   void InferLayouts(CheckedDef& checked);
+  // A kernel's tensor inputs: a layout variable each, and its predicate (core::LayoutPredicate) in
+  // the scheme beside the `where` clause.
+  void AdmitLayouts(const syntax::KernelDecl& kernel, CheckedDef& checked);
+  // Discharges `read`'s predicate on the layout `layout` its call gives (docs/layouts.md): by the
+  // normal forms, then by Z3 under the definition's `where` facts (a refutation names them: the
+  // unsat core); an offset whose alignment neither decides is checked at run time in `main`, and
+  // deferred to the callers elsewhere, as is a layout over a parameter's layout variable.
+  void DischargeRead(KernelRead& read, const LayoutRef& layout);
 
   // ---- tile_layouts.cpp ----
   // A kernel's tile layout types (core/tile_layout.h): its tiles' layout variables and the

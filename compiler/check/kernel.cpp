@@ -200,6 +200,7 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
   checked.scheme = Generalize(type);
   checked.scheme.where = facts_;
   if (!kernel.where.empty()) checked.scheme.where_span = context.where_span;
+  AdmitLayouts(kernel, checked);
   checked.runtime_checks = std::move(runtime_checks_);
   checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
   ElaborateKernel(kernel, checked, context);

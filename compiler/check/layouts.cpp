@@ -198,8 +198,8 @@ const TensorType* TensorOf(const TypeRef& type) {
 
 class LayoutStage {
  public:
-  LayoutStage(core::Module& module, VarStore& vars, const decltype(Checker::layout_instances_)& instances)
-      : module_(module), vars_(vars), instances_(instances) {}
+  LayoutStage(Checker& checker, const decltype(Checker::layout_instances_)& instances)
+      : checker_(checker), module_(checker.module_), vars_(checker.vars_), instances_(instances) {}
 
   // A fresh layout variable for each tensor of `type`, through tuples and functions; a scalar's
   // layout is its one element: `row`.
@@ -271,33 +271,32 @@ class LayoutStage {
     const TensorType* t = TensorOf(e.type);
     return t ? MakeTensor(t->elem, t->shape, layout) : Owned(e.type);
   }
-  // A kernel call's arguments whose layouts are known and not row: whether the kernel's parameter
-  // admits each (core::AdmitsRow, on the normal forms: the graph decides with the program's checks
-  // too), noted on the view's line (`weft check --layouts`).
-  void AdmitArguments(const std::string& kernel, const std::vector<core::ExprId>& exprs,
-                      const std::vector<TypeRef>& args) {
-    for (std::size_t i = 0; i < args.size() && i < exprs.size(); ++i) {
-      const TensorType* t = TensorOf(args[i]);
-      const auto* view = t && t->layout ? std::get_if<StridedView>(&t->layout->node) : nullptr;
-      const Elem elem = t ? vars_.Resolve(t->elem) : Elem{};
-      if (!view || elem.is_var()) continue;
-      weft::Result<Dim, std::string> admitted = core::AdmitsRow(*view, (weft::Bits(elem.dtype()) + 7) / 8, {},
-                                                                [&](SizeVarId v) { return vars_.info(v).name; });
-      std::string read =
-          admitted ? "`" + kernel + "` reads it in place" : "`" + kernel + "` reads a copy: " + admitted.error();
-      Span span = module_.Get(exprs[i]).span;
-      auto it = std::find_if(known.begin(), known.end(), [&](const LayoutFact& f) {
-        return f.span.file == span.file && f.span.begin == span.begin && f.span.end == span.end && !f.call.valid();
-      });
-      if (it != known.end()) {
-        it->read = read;
-      } else {
-        known.push_back({t->layout, span, {}, read});
-      }
+  // A kernel call: each tensor input's predicate (Scheme::admits) discharged on its argument's
+  // layout (Checker::DischargeRead), noted on the argument's view line or a line of its own
+  // (`weft check --layouts`); a deferred one is kept in the scheme, for the callers to decide.
+  void AdmitArguments(const std::string& kernel, const std::vector<LayoutPredicate>& admits,
+                      const std::vector<core::ExprId>& exprs, const std::vector<TypeRef>& args) {
+    for (const LayoutPredicate& predicate : admits) {
+      if (predicate.arg >= args.size() || predicate.arg >= exprs.size()) continue;
+      const TensorType* t = TensorOf(args[predicate.arg]);
+      if (!t) continue;
+      KernelRead read{kernel, predicate};
+      const Elem elem = vars_.Resolve(t->elem);
+      read.element_bytes = elem.is_var() ? 0 : (weft::Bits(elem.dtype()) + 7) / 8;
+      LayoutRef layout = Detached(t->layout, t->shape);
+      checker_.DischargeRead(read, layout);
+      // What owns its data is read in place, with nothing to say.
+      if (!t->layout && read.verdict == KernelRead::Verdict::kInPlace) continue;
+      const Span span = module_.Get(exprs[predicate.arg]).span;
+      auto same = [&](const LayoutFact& f) { return SpanKey(f.span) == SpanKey(span) && !f.call.valid() && !f.read; };
+      known.erase(std::remove_if(known.begin(), known.end(), same), known.end());
+      deferred.erase(std::remove_if(deferred.begin(), deferred.end(), same), deferred.end());
+      Note({layout, span, {}, std::move(read)});
     }
   }
   void Note(const LayoutFact& fact) {
-    if (IsKnown(fact.layout)) {
+    const bool deferred_read = fact.read && fact.read->verdict == KernelRead::Verdict::kDeferred;
+    if (IsKnown(fact.layout) && !deferred_read) {
       known.push_back(fact);
     } else if (deferred.size() < kMaxLayoutFacts) {
       deferred.push_back(fact);
@@ -309,6 +308,7 @@ class LayoutStage {
     return nullptr;
   }
 
+  Checker& checker_;
   core::Module& module_;
   VarStore& vars_;
   const decltype(Checker::layout_instances_)& instances_;
@@ -467,12 +467,16 @@ TypeRef LayoutStage::Apply(const core::Expr& e, const core::expr::Apply& apply) 
   }
   if (const auto* global = std::get_if<core::expr::Global>(&callee_expr.node)) {
     const core::Def* def = module_.Find(global->name);
-    if (def && def->kernel) AdmitArguments(global->name, apply.args, args);
-    // The views the callee's scheme keeps, as this call makes them.
+    if (def && def->kernel) AdmitArguments(global->name, def->scheme.admits, apply.args, args);
+    // The views the callee's scheme keeps, as this call makes them; its kernel calls' reads deferred
+    // to its callers are discharged again on the layouts this call gives.
     if (auto it = instances_.find(SpanKey(callee_expr.span)); it != instances_.end()) {
       // Resolved first: the instance's sizes were unified with the arguments' after it was made.
-      for (const LayoutFact& fact : it->second)
-        Note({MapLayout(vars_.Resolve(fact.layout), VarsOf(subst)), fact.span, e.span});
+      for (const LayoutFact& fact : it->second) {
+        LayoutFact made{MapLayout(vars_.Resolve(fact.layout), VarsOf(subst)), fact.span, e.span, fact.read};
+        if (made.read) checker_.DischargeRead(*made.read, made.layout);
+        Note(made);
+      }
     }
   }
   return Substitute(type, subst);
@@ -483,7 +487,7 @@ TypeRef LayoutStage::Apply(const core::Expr& e, const core::expr::Apply& apply) 
 void Checker::InferLayouts(CheckedDef& checked) {
   core::Def& def = module_.defs().back();
   if (!def.ok || !def.body.valid() || def.kernel) return;
-  LayoutStage stage(module_, vars_, layout_instances_);
+  LayoutStage stage(*this, layout_instances_);
   std::vector<TypeRef> params;
   for (core::PatternId p : def.params) {
     stage.Bind(p, stage.Fresh(module_.Get(p).type));
@@ -513,6 +517,81 @@ void Checker::InferLayouts(CheckedDef& checked) {
   checked.scheme.quantified.layouts = def.scheme.quantified.layouts;
   checked.scheme.layouts = def.scheme.layouts;
   checked.views = std::move(stage.known);
+}
+
+void Checker::AdmitLayouts(const syntax::KernelDecl& kernel, CheckedDef& checked) {
+  std::vector<const syntax::Param*> inputs;
+  for (const syntax::Param& param : kernel.params)
+    if (!param.out) inputs.push_back(&param);
+  std::vector<TypeRef> params;
+  TypeRef type = checked.scheme.type;
+  while (params.size() < inputs.size()) {
+    const auto* function = type ? std::get_if<FunctionType>(&type->node) : nullptr;
+    if (!function) return;
+    params.push_back(function->param);
+    type = function->result;
+  }
+  bool any = false;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const TensorType* t = TensorOf(params[i]);
+    if (!t || (t->shape.Known() && t->shape.before.empty())) continue;  // a scalar: its one element
+    const syntax::Pattern& pattern = ast_->Get(inputs[i]->pattern);
+    const auto* typed = std::get_if<syntax::pattern::Typed>(&pattern.node);
+    const auto* name = typed ? std::get_if<syntax::pattern::Name>(&ast_->Get(typed->pattern).node) : nullptr;
+    std::string text = name ? name->name : std::string(sources_.Text(pattern.span));
+    LayoutVarId var = vars_.NewLayoutVar(text);
+    params[i] = MakeTensor(t->elem, t->shape, VarLayout(var));
+    checked.scheme.quantified.layouts.push_back(var);
+    checked.scheme.admits.push_back(LayoutPredicate{var, text, i, 16, inputs[i]->span});
+    any = true;
+  }
+  if (any) checked.scheme.type = MakeFunction(params, type);
+}
+
+void Checker::DischargeRead(KernelRead& read, const LayoutRef& layout) {
+  using Verdict = KernelRead::Verdict;
+  read.verdict = Verdict::kDeferred;
+  read.why.clear();
+  read.when.clear();
+  read.core.clear();
+  if (layout) {
+    if (const auto* not_strided = std::get_if<Layout::NotStrided>(&layout->node)) {
+      read.verdict = Verdict::kCopy;
+      read.why = "it has no strided layout (" + not_strided->why + ")";
+      return;
+    }
+  }
+  const StridedView* view = layout ? std::get_if<StridedView>(&layout->node) : nullptr;
+  if (!view || read.element_bytes == 0) return;  // over a layout variable: each caller decides
+  // The `where` facts in scope, for the solver; a refutation's unsat core names them.
+  std::vector<solver::Fact> facts;
+  for (std::size_t i = 0; i < facts_.size(); ++i)
+    facts.push_back({{vars_.Resolve(facts_[i].lhs), facts_[i].relation, vars_.Resolve(facts_[i].rhs)},
+                     std::to_string(i)});
+  std::vector<Span> core;
+  core::ProveFact prove = [&](const DimFact& goal) -> std::optional<bool> {
+    if (facts.empty()) return std::nullopt;
+    solver::Answer answer = solver_.Prove(facts, {goal.lhs, goal.relation, goal.rhs});
+    if (answer.verdict == solver::Verdict::kProved && !answer.vacuous) return true;
+    if (answer.verdict != solver::Verdict::kRefuted || answer.vacuous) return std::nullopt;
+    for (const std::string& label : core_solver_.Prove(facts, {goal.lhs, goal.relation, goal.rhs}).core)
+      if (std::size_t i = std::stoul(label); i < facts_.size()) core.push_back(facts_[i].span);
+    return false;
+  };
+  weft::Result<core::RowRead, std::string> admitted =
+      core::AdmitsRow(*view, read.element_bytes, prove, [&](SizeVarId v) { return vars_.info(v).name; });
+  if (!admitted) {
+    read.verdict = Verdict::kCopy;
+    read.why = admitted.error();
+    read.core = std::move(core);
+  } else if (!admitted->when) {
+    read.verdict = Verdict::kInPlace;
+  } else if (in_main_) {
+    // Sizes known only at run time: the host checks the offset's alignment before the call.
+    read.verdict = Verdict::kRunTime;
+    read.when.push_back(*admitted->when);
+  }
+  // Else a definition's own sizes: its callers decide, with the sizes they give.
 }
 
 }  // namespace weft::check

@@ -145,10 +145,11 @@ class Lowering {
   void EmitChecks(std::size_t upto);
   // The run-time value of a node the host reads: made when first needed for a literal or a size.
   const HTensor& TensorOf(graph::NodeId id);
-  // A kernel call's argument: TensorOf, or for a view the call reads in place (graph::ReadDense)
-  // the tensor that holds its data seen from the view's offset with its shape (made at each call:
-  // a call in one branch of a run-time choice must not use a value of another).
-  const HTensor& ArgumentOf(graph::NodeId id);
+  // A kernel call's argument: TensorOf, or for a view the call reads in place (the plan's
+  // graph::Group::dense_reads) the tensor that holds its data seen from the view's offset with its
+  // shape (made at each call: a call in one branch of a run-time choice must not use a value of
+  // another).
+  const HTensor& ArgumentOf(const graph::Group& group, graph::NodeId id);
   llvm::Value* StringOf(graph::NodeId id);
   llvm::Value* Size(SizeVarId var, Span span);
   llvm::Value* DimValue(const Dim& dim, Span span) {
@@ -331,12 +332,12 @@ const HTensor& Lowering::TensorOf(graph::NodeId id) {
   return *value;
 }
 
-const HTensor& Lowering::ArgumentOf(graph::NodeId id) {
+const HTensor& Lowering::ArgumentOf(const graph::Group& group, graph::NodeId id) {
+  const graph::DenseRead* read = nullptr;
+  for (const graph::DenseRead& r : group.dense_reads)
+    if (r.view == id) read = &r;
+  if (!read) return TensorOf(id);
   const graph::Node& n = g_.Get(id);
-  if (n.kind != graph::Kind::View || plan_.buffer_of[id.index] >= 0) return TensorOf(id);
-  weft::Result<graph::DenseRead, std::string> read = graph::ReadDense(g_, id);
-  if (!read)
-    WEFT_INTERNAL_ERROR("host codegen: a called kernel reads the view at " + Where(n.span) + ": " + read.error());
   const HTensor& base = TensorOf(read->root);
   HTensor& view = views_.emplace_back();
   view.dtype = n.dtype;
@@ -528,12 +529,14 @@ void Lowering::LowerCall(const graph::Group& group) {
   // 1. The inputs, in parameter order; sizes bound by the first axis that names them alone.
   std::map<std::uint32_t, llvm::Value*> sizes;
   std::vector<std::pair<std::size_t, const HTensor*>> inputs;  // (param, tensor)
+  std::vector<graph::NodeId> input_nodes;
   std::vector<llvm::Value*> scalars;
   std::size_t next_arg = 0;
   for (std::size_t p = 0; p < kernel.params.size(); ++p) {
     const tile::Param& param = kernel.params[p];
     if (param.out) continue;
-    const HTensor& arg = ArgumentOf(call.args.at(next_arg++));
+    const graph::NodeId arg_id = call.args.at(next_arg++);
+    const HTensor& arg = ArgumentOf(group, arg_id);
     const tile::Value& v = kernel.Get(param.value);
     if (v.space == tile::Space::Scalar) {
       scalars.push_back(arg.handle);
@@ -542,6 +545,7 @@ void Lowering::LowerCall(const graph::Group& group) {
     if (arg.dims.size() != v.shape.size())
       WEFT_INTERNAL_ERROR("host codegen: `" + kernel.name + "`'s `" + param.name + "` has another rank");
     inputs.emplace_back(p, &arg);
+    input_nodes.push_back(arg_id);
     for (std::size_t a = 0; a < v.shape.size(); ++a) {
       if (std::optional<SizeVarId> var = v.shape[a].AsVar(); var && !sizes.count(var->index))
         sizes[var->index] = arg.dims[a];
@@ -639,9 +643,50 @@ void Lowering::LowerCall(const graph::Group& group) {
   std::vector<llvm::Value*> grid;
   for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
   while (grid.size() < 3) grid.push_back(I64(1));
-  b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
-                {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors), Array(b_.getInt64Ty(), size_values),
-                 Array(Ptr(), scalars)});
+  auto launch = [&](const std::vector<llvm::Value*>& handles) {
+    b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                  {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles),
+                   Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
+  };
+  // 5. Views read in place only where their offset's alignment holds at run time
+  // (graph::DenseRead::when): there the call reads them in place; elsewhere their copies run first
+  // (their groups' copy_for is this one) and the call reads the copies.
+  llvm::Value* aligned = b_.getTrue();
+  std::vector<const graph::DenseRead*> run_time;
+  for (const graph::DenseRead& read : group.dense_reads) {
+    if (read.when.empty()) continue;
+    const Span at = g_.Get(read.view).span;
+    for (const core::DimFact& fact : read.when)
+      aligned = b_.CreateAnd(aligned, Compare(fact.relation, DimValue(fact.lhs, at), DimValue(fact.rhs, at)));
+    run_time.push_back(&read);
+  }
+  if (run_time.empty()) {
+    launch(tensors);
+    return;
+  }
+  llvm::BasicBlock* in_place = llvm::BasicBlock::Create(ctx_, "call.in_place", main_);
+  llvm::BasicBlock* copies = llvm::BasicBlock::Create(ctx_, "call.copies", main_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "call.done", main_);
+  b_.CreateCondBr(aligned, in_place, copies);
+  b_.SetInsertPoint(in_place);
+  launch(tensors);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(copies);
+  std::vector<llvm::Value*> copied = tensors;
+  for (const graph::DenseRead* read : run_time) {
+    LowerArray(static_cast<std::size_t>(plan_.group_of[read->view.index]));
+    // The input's place among the descriptor's tensors: inputs and outputs in parameter order.
+    std::size_t slot = 0, input_slot = 0;
+    for (const tile::Param& param : kernel.params) {
+      if (kernel.Get(param.value).space != tile::Space::Global) continue;
+      if (!param.out && input_slot < input_nodes.size() && input_nodes[input_slot++] == read->view)
+        copied[slot] = TensorOf(read->view).handle;
+      ++slot;
+    }
+  }
+  launch(copied);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def) {

@@ -229,19 +229,19 @@ Alignment Aligned16(const Dim& elements, std::int64_t element_bytes, const Prove
   return *proved ? Alignment::kProved : Alignment::kRefuted;
 }
 
-weft::Result<Dim, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes, const ProveFact& prove,
-                                         const SizeVarNames& names) {
+weft::Result<RowRead, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes,
+                                             const ProveFact& prove, const SizeVarNames& names) {
   StridedView at_zero = layout;
   at_zero.offset = Dim();
   if (!IsRowMajor(at_zero)) return "its layout " + ToString(layout, names) + " is not row-major";
   DimFact fact;
   switch (Aligned16(layout.offset, element_bytes, prove, fact)) {
     case Alignment::kProved:
-      return layout.offset;
+      return RowRead{layout.offset, std::nullopt};
     case Alignment::kRefuted:
       break;
     case Alignment::kRunTime:
-      return "its offset " + ToString(layout.offset, names) + " is a multiple of 16 bytes only for some sizes";
+      return RowRead{layout.offset, fact};
   }
   std::optional<std::int64_t> c = layout.offset.AsConstant();
   return c ? "its offset of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s") +

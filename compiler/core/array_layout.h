@@ -121,9 +121,14 @@ Alignment Aligned16(const Dim& elements, std::int64_t element_bytes, const Prove
 
 // A kernel's tensor parameter admits a row-major layout at an offset whose address is a multiple of
 // 16 bytes (its tiles' addresses, TMA boxes and 16-byte vectors come from the parameter's shape).
-// Gives `layout`'s offset where `layout` is one, else why not: not row-major (its layout printed
-// with `names`), or an offset not proved aligned.
-weft::Result<Dim, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes, const ProveFact& prove,
-                                         const SizeVarNames& names = {});
+// Gives `layout`'s offset where `layout` is one, with the condition on the run-time sizes under
+// which the offset is aligned where neither the normal form nor `prove` decides it (`when`); else
+// why not: not row-major (its layout printed with `names`), or an offset never aligned.
+struct RowRead {
+  Dim offset;
+  std::optional<DimFact> when;
+};
+weft::Result<RowRead, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes,
+                                             const ProveFact& prove, const SizeVarNames& names = {});
 
 }  // namespace weft::core

@@ -210,6 +210,37 @@ struct RuntimeCheck {
   std::string what;  // "the inner dimensions of `@`"
 };
 
+// What a kernel's tensor parameter admits (docs/layouts.md, "Layouts in types"): its layout
+// variable, carried in the kernel's scheme beside its `where` clause, must be row-major at an
+// offset whose address is a multiple of `offset_bytes` (its tiles address rows from the
+// parameter's shape; TMA boxes, cp.async and 16-byte vectors need no more: core::AdmitsRow).
+// `weft check --layouts` prints it after the `where` facts: `'l1 row-major at 16 bytes`.
+struct LayoutPredicate {
+  LayoutVarId var;     // the parameter's layout variable
+  std::string param;   // the parameter's name
+  std::size_t arg = 0;  // its position among the call's arguments (the kernel's inputs)
+  std::int64_t offset_bytes = 16;
+  Span span;  // the parameter
+};
+
+// How a kernel call reads one argument: the predicate discharged (check/layouts.cpp), by the
+// normal forms, then by Z3 under the `where` facts in scope.
+struct KernelRead {
+  enum class Verdict : std::uint8_t {
+    kInPlace,   // proved: the kernel reads the argument where it is
+    kCopy,      // refuted: the kernel reads a row-major copy (`why`; `core`: the `where` facts refuting it)
+    kRunTime,   // the offset's alignment depends on run-time sizes: in place where `when` holds, else a copy
+    kDeferred,  // over a parameter's layout variable (or sizes): kept in the scheme, decided by each caller
+  };
+  std::string kernel;
+  LayoutPredicate predicate;
+  std::int64_t element_bytes = 0;  // the argument's (0: not known yet)
+  Verdict verdict = Verdict::kDeferred;
+  std::string why;
+  std::vector<DimFact> when;
+  std::vector<Span> core;
+};
+
 // A view of a layout that is not known yet (`transpose 'l` in a definition over its parameter's
 // layout 'l), where the definition's body makes it: kept in the scheme as `where` facts are, and
 // known at a call whose arguments' layouts are (check/layouts.cpp).
@@ -217,8 +248,9 @@ struct LayoutFact {
   LayoutRef layout;
   Span span;  // the view
   Span call;  // the call in this definition that brought a callee's view in (invalid for its own)
-  // A kernel call's argument: how the kernel reads it (in place, or a copy and why: AdmitsRow).
-  std::string read;
+  // A kernel call's argument: how the kernel reads it. Deferred ones are kept in the scheme and
+  // discharged again at each call, with the layout the call gives.
+  std::optional<KernelRead> read;
 };
 
 // A definition's type scheme: its type, the variables quantified in it, and its `where` facts
@@ -229,6 +261,8 @@ struct Scheme {
   std::vector<DimFact> where;
   Span where_span;
   std::vector<LayoutFact> layouts;  // views over its parameters' layouts, in its body and its callees'
+  // A kernel's: what each tensor input admits (its layout variable's predicate).
+  std::vector<LayoutPredicate> admits;
 };
 
 }  // namespace weft::core

@@ -220,16 +220,38 @@ class Fuser {
           dense = dense || k == GroupKind::Host || attention;
           if (attention) copy = kAttentionCopy;
         }
-        // A view that another view reads is read as that one is.
+        // A view that another view reads is read as that one is. A called kernel's read is decided
+        // here once (Group::dense_reads); one whose alignment only run-time sizes decide is also
+        // copied, and the call launches the copy where the alignment fails (Group::copy_for), when
+        // the call is the view's one reader.
+        std::optional<weft::Result<DenseRead, std::string>> read;
+        std::vector<NodeId> readers;  // the calls that read it in place
+        bool run_time = false;
         for (NodeId u : users_[id.index]) {
           if (Get(u).kind != Kind::Kernel) continue;
-          weft::Result<DenseRead, std::string> read = ReadDense(g_, id);
-          if (read) continue;
+          if (!read) read = ReadDense(g_, id);
+          const std::string reads = "a copy: `" + Get(u).text + "` reads a row-major tensor, and ";
+          if (*read && (*read)->when.empty()) {
+            readers.push_back(u);
+            continue;
+          }
           dense = true;
-          copy = "a copy: `" + Get(u).text + "` reads a row-major tensor, and " + read.error();
+          if (!*read) {
+            copy = reads + read->error();
+          } else if (users_[id.index].size() == 1) {
+            readers.push_back(u);
+            run_time = true;
+            copy = reads + "its offset's alignment is known only at run time: read in place instead where it holds";
+          } else {
+            copy = reads + "its offset's alignment is known only at run time, and it has other readers";
+          }
           break;
         }
-        if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second;
+        if (auto c = copies_.find(id.index); c != copies_.end()) dense = true, copy = c->second, run_time = false;
+        // A view copied for another reader is read from the copy by the calls too (the data under
+        // it need not live until them).
+        if (!dense || run_time)
+          for (NodeId u : readers) plan_.groups[static_cast<std::size_t>(GroupOf(u))].dense_reads.push_back(**read);
         if (dense) {
           std::int64_t g = NewGroup(GroupKind::Elementwise, id, n.shape);
           plan_.groups[static_cast<std::size_t>(g)].why = copy;
@@ -1027,16 +1049,21 @@ class Fuser {
   // (Group::copy_for): the view's data lives until the reader, and the copy, made in that branch
   // only, shares no buffer.
   void RunTimeReads() {
-    for (std::size_t g = 0; g < plan_.groups.size(); ++g)
-      for (const InPlaceRead& read : plan_.groups[g].in_place) {
-        if (read.when.empty()) continue;
-        std::int64_t copy = plan_.group_of[read.view.index];
+    for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+      std::vector<std::pair<NodeId, NodeId>> reads;  // (view, root) read in place where `when` holds
+      for (const InPlaceRead& read : plan_.groups[g].in_place)
+        if (!read.when.empty()) reads.emplace_back(read.view, read.root);
+      for (const DenseRead& read : plan_.groups[g].dense_reads)
+        if (!read.when.empty()) reads.emplace_back(read.view, read.root);
+      for (const auto& [view, root] : reads) {
+        std::int64_t copy = plan_.group_of[view.index];
         if (copy < 0 || static_cast<std::size_t>(copy) >= g)
           WEFT_INTERNAL_ERROR("graph: a view read in place at run time without its copy before the reader");
         plan_.groups[static_cast<std::size_t>(copy)].copy_for = g;
-        read_until_[read.root.index] = g;
-        own_buffer_.insert(read.view.index);
+        read_until_[root.index] = g;
+        own_buffer_.insert(view.index);
       }
+    }
   }
 
   static constexpr std::int64_t kLooseView = -2;  // a view read by several groups: in none

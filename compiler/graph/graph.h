@@ -183,6 +183,18 @@ struct StoredOut {
   std::vector<int> order;
 };
 
+// A view a called kernel (a `kernel` of the program) reads without a copy (graph/layout.h's
+// ReadDense; docs/graph.md, "Views a called kernel reads"): the tensor that holds its data
+// (`root`), seen from `offset` elements with the view's shape. Where `when` is not empty, only
+// where those conditions on run-time sizes hold (the offset's alignment); elsewhere the call reads
+// the view's copy, which it launches (Group::copy_for).
+struct DenseRead {
+  NodeId view;
+  NodeId root;
+  core::Dim offset;
+  std::vector<core::DimFact> when;
+};
+
 struct Group {
   GroupKind kind = GroupKind::Host;
   std::vector<NodeId> nodes;    // in program order
@@ -202,8 +214,12 @@ struct Group {
   // Gemm (a stdlib kernel or an epilogue's), Attention: operands that are views the kernel reads in
   // place through TMA maps of their layout instead of copies.
   std::vector<InPlaceRead> in_place;
+  // Call: arguments that are views the kernel reads in place (decided once, here: the host reads
+  // them from the plan).
+  std::vector<DenseRead> dense_reads;
   // An elementwise copy of a view that group `copy_for` reads in place where the view's alignment
-  // holds at run time (InPlaceRead::when): that group launches it, where the alignment fails.
+  // holds at run time (InPlaceRead::when, DenseRead::when): that group launches it, where the
+  // alignment fails.
   std::optional<std::size_t> copy_for;
   // Gemm: the product stores its result in the layout its one reader wants (ViewChoice::stored),
   // so that the view `stored->view` over it is dense.

@@ -238,10 +238,12 @@ weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
   NodeId root = id;
   while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
-  weft::Result<core::Dim, std::string> offset =
+  weft::Result<core::RowRead, std::string> read =
       core::AdmitsRow(*layout, (weft::Bits(graph.Get(id).dtype) + 7) / 8, SolverProver(FactsBefore(graph, id)));
-  if (!offset) return offset.error();
-  return DenseRead{root, *offset};
+  if (!read) return read.error();
+  DenseRead out{id, root, read->offset, {}};
+  if (read->when) out.when.push_back(*read->when);
+  return out;
 }
 
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {

@@ -49,13 +49,12 @@ weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id
 // parameter admits a row-major layout at an offset whose address is 16 bytes aligned (its TMA boxes
 // and 16-byte vectors need no more; docs/graph.md, "Views a called kernel reads"): the view is then
 // read through the tensor that holds its data (`root`), at `offset` elements. Such views are a
-// reshape, a slice or constant index of leading axes, a permutation undone. Otherwise why not: a
-// layout that is not row-major, an offset not proved aligned (by the normal form or by the solver
-// under the program's checks before the view; one that only run-time sizes decide is copied too).
-struct DenseRead {
-  NodeId root;
-  core::Dim offset;
-};
+// reshape, a slice or constant index of leading axes, a permutation undone. The offset's alignment
+// is proved by the normal form or by the solver under the program's checks before the view; one
+// that only run-time sizes decide is the read's `when`. Otherwise why not: a layout that is not
+// row-major, an offset never aligned. The same predicate as the checker's (core::AdmitsRow), which
+// decides with the `where` facts the graph has as checks: what the checker reads in place, this
+// proves too; it may decide what the checker left to run time.
 weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id);
 
 // The dims of `read`'s TMA map: one per mode of each axis.

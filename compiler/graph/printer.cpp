@@ -342,7 +342,49 @@ class Printer {
     if (!plan_.views.views.empty())
       out << "objective: " << plan_.views.objective << " predicted bytes (sizes known at run time taken as 4096), "
           << plan_.views.status << "\n";
+    out << CalledKernelViews();
     return out.str();
+  }
+
+  // `%7 in place: (256, 128):(128, 1) + 32768 of %1 where n % 8 == 0 at run time; else the copy k3`.
+  std::string DenseReadText(const DenseRead& read) {
+    std::string text = Ref(read.view) + " in place: " + Layout(read.view) + " of " + Ref(read.root);
+    for (std::size_t f = 0; f < read.when.size(); ++f)
+      text += (f == 0 ? " where " : " and ") + types_.Print(read.when[f].lhs) + " " +
+              std::string(core::Spelling(read.when[f].relation)) + " " + types_.Print(read.when[f].rhs);
+    if (!read.when.empty()) text += " at run time; else the copy " + Where(read.view);
+    return text;
+  }
+
+  // The views the program's kernels read (Group::dense_reads; docs/graph.md, "Views a called kernel
+  // reads"): in place, in place where a run-time condition holds, or copied and why. Nothing when
+  // no called kernel reads a view.
+  std::string CalledKernelViews() {
+    std::ostringstream out;
+    for (const Group& group : plan_.groups) {
+      if (group.kind != GroupKind::Call) continue;
+      for (NodeId call : group.nodes) {
+        if (g_.Get(call).kind != Kind::Kernel) continue;
+        for (NodeId a : g_.Get(call).args) {
+          if (g_.Get(a).kind != Kind::View) continue;
+          out << "  " << Where(call) << " `" << g_.Get(call).text << "` reads ";
+          const DenseRead* read = nullptr;
+          for (const DenseRead& r : group.dense_reads) read = r.view == a ? &r : read;
+          const std::int64_t copy = plan_.group_of[a.index];
+          if (read) {
+            out << DenseReadText(*read);
+          } else if (copy >= 0) {
+            out << Ref(a) << " " << Layout(a) << " copied by " << Where(a) << ": "
+                << plan_.groups[static_cast<std::size_t>(copy)].why;
+          } else {
+            out << Ref(a) << " " << Layout(a) << " through another view";
+          }
+          out << "\n";
+        }
+      }
+    }
+    std::string lines = out.str();
+    return lines.empty() ? lines : "views the program's kernels read (in place, or copied):\n" + lines;
   }
 
   std::string Print() {
@@ -388,6 +430,8 @@ class Printer {
         if (!read.when.empty()) out << " at run time; else the copy " << Where(read.view);
         out << "\n";
       }
+      for (const DenseRead& read : group.dense_reads)
+        if (!read.when.empty()) out << "    reads " << DenseReadText(read) << "\n";
     }
     if (!g_.checks.empty()) {
       out << "checks:\n";

@@ -133,5 +133,40 @@ TEST_CASE("views no strided layout describes say why", "[array_layout]") {
   CHECK(SameLayout(ApplyView({Op::Transpose, {}, {}, {}}, bad), bad));
 }
 
+// AdmitsRow's contract (the predicate a kernel's tensor parameter states, `'l1 row-major at 16
+// bytes`): where it admits a layout with no condition, every size gives an offset of a multiple of
+// 16 bytes; where it admits one under a condition on the sizes (`when`, checked at run time), the
+// condition holds for exactly the sizes that align the offset; where it refuses a row-major layout,
+// no size aligns it; a layout that is not row-major is refused. Over rows starting at several
+// offsets of [4, n], [4, 2n + 1] and [4, 8] tensors of 1-, 2- and 4-byte elements, at n = 0..63.
+TEST_CASE("AdmitsRow admits exactly the sizes that align the offset", "[array_layout]") {
+  const Dim n = Dim::Var(kN);
+  const Dim odd = *Add(*Mul(C(2), n), C(1));
+  for (const Dim& pitch : {n, odd, C(8)}) {
+    const StridedView row = *RowMajor({C(4), pitch});
+    for (const Dim& lo : {C(0), C(1), C(2), C(3)}) {
+      const StridedView rows = *Slice(row, 0, lo, C(4));
+      for (std::int64_t bytes : {1, 2, 4}) {
+        CAPTURE(ToString(rows, Name), bytes);
+        weft::Result<RowRead, std::string> read = AdmitsRow(rows, bytes, {}, Name);
+        for (std::int64_t value = 0; value < 64; ++value) {
+          auto at = [&](const Dim& d) { return *Evaluate(d, [&](SizeVarId) { return value; }); };
+          const bool aligned = at(rows.offset) * bytes % 16 == 0;
+          if (!read) {
+            CHECK_FALSE(aligned);
+          } else if (!read->when) {
+            CHECK(aligned);
+          } else {
+            CHECK(read->when->relation == RelOp::kEq);
+            CHECK((at(read->when->lhs) == at(read->when->rhs)) == aligned);
+          }
+        }
+      }
+    }
+    // Transposed, it is not row-major (but where an extent of 1 makes it so: not here, n aside).
+    if (pitch == C(8)) CHECK_FALSE(AdmitsRow(*Transpose(row), 2, {}, Name));
+  }
+}
+
 }  // namespace
 }  // namespace weft::core
