@@ -566,8 +566,8 @@ void Checker::DischargeRead(KernelRead& read, const LayoutRef& layout) {
   // The `where` facts in scope, for the solver; a refutation's unsat core names them.
   std::vector<solver::Fact> facts;
   for (std::size_t i = 0; i < facts_.size(); ++i)
-    facts.push_back({{vars_.Resolve(facts_[i].lhs), facts_[i].relation, vars_.Resolve(facts_[i].rhs)},
-                     std::to_string(i)});
+    facts.push_back(
+        {{vars_.Resolve(facts_[i].lhs), facts_[i].relation, vars_.Resolve(facts_[i].rhs)}, std::to_string(i)});
   std::vector<Span> core;
   core::ProveFact prove = [&](const DimFact& goal) -> std::optional<bool> {
     if (facts.empty()) return std::nullopt;

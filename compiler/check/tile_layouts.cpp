@@ -411,7 +411,9 @@ std::string Quoted(const SourceManager& sources, Span span) {
   return "`" + s + "`";
 }
 
-std::string VarName(std::int32_t v) { return "'L" + std::to_string(v + 1); }
+std::string VarName(std::int32_t v) {
+  return "'L" + std::to_string(v + 1);
+}
 
 }  // namespace
 
@@ -422,8 +424,9 @@ std::string TileVarLine(const SourceManager& sources, const TileLayouts& tiles, 
     type += (k ? ", " : "") + (v.shape[k] < 0 ? std::string("?") : std::to_string(v.shape[k]));
   type += std::string("] ") + (v.shared ? "@shared" : "@reg");
   // A loop's carried value or result: its span is the loop's.
-  std::string name =
-      !v.name.empty() ? "`" + v.name + "`" : v.loop ? std::string("the loop's result") : Quoted(sources, v.span);
+  std::string name = !v.name.empty() ? "`" + v.name + "`"
+                     : v.loop        ? std::string("the loop's result")
+                                     : Quoted(sources, v.span);
   std::string origin = At(sources, v.span);
   if (v.loop) origin = (v.carried ? "carried by the loop at " : "the loop's result at ") + origin;
   return "tile " + VarName(var) + " " + name + " : " + type + "  (" + origin + ")";

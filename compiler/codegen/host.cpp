@@ -645,8 +645,8 @@ void Lowering::LowerCall(const graph::Group& group) {
   while (grid.size() < 3) grid.push_back(I64(1));
   auto launch = [&](const std::vector<llvm::Value*>& handles) {
     b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
-                  {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles),
-                   Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars)});
+                  {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles), Array(b_.getInt64Ty(), size_values),
+                   Array(Ptr(), scalars)});
   };
   // 5. Views read in place only where their offset's alignment holds at run time
   // (graph::DenseRead::when): there the call reads them in place; elsewhere their copies run first

@@ -187,7 +187,7 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
       if (!IsOne(m.extent)) modes.push_back(m);
   StridedView out;
   out.offset = view.offset;
-  std::size_t next = 0;   // the first mode not taken yet
+  std::size_t next = 0;  // the first mode not taken yet
   bool assumed = false;  // a mode of symbolic extent was split (its extent taken to be a multiple)
   for (std::size_t k = 0; k < shape.size(); ++k) {
     const Dim& extent = shape[k];
@@ -255,7 +255,8 @@ ViewResult Reshape(const StridedView& view, const std::vector<Dim>& shape) {
     }
     auto merged = Canonical(taken);
     if (!merged) return merged.error();
-    if (merged->size() == 1 && !taken.empty()) merged->front().extent = extent;  // the same number, in the new shape's terms
+    if (merged->size() == 1 && !taken.empty())
+      merged->front().extent = extent;  // the same number, in the new shape's terms
     out.axes.push_back(StridedAxis{std::move(*merged)});
   }
   if (next != modes.size()) return "the new shape's extents end before the view's elements (its product is smaller)";

@@ -216,8 +216,8 @@ struct RuntimeCheck {
 // parameter's shape; TMA boxes, cp.async and 16-byte vectors need no more: core::AdmitsRow).
 // `weft check --layouts` prints it after the `where` facts: `'l1 row-major at 16 bytes`.
 struct LayoutPredicate {
-  LayoutVarId var;     // the parameter's layout variable
-  std::string param;   // the parameter's name
+  LayoutVarId var;      // the parameter's layout variable
+  std::string param;    // the parameter's name
   std::size_t arg = 0;  // its position among the call's arguments (the kernel's inputs)
   std::int64_t offset_bytes = 16;
   Span span;  // the parameter

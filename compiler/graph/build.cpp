@@ -313,8 +313,8 @@ void Builder::TakeLayout(std::size_t first, const GRef& value, const TypeRef& ty
     return true;
   };
   if (steps.ok() && !(same_at(4096) && same_at(96)))
-    WEFT_INTERNAL_ERROR("graph: the checker's layout of the view `" + Get(*id).fn + "` is " +
-                        core::ToString(**layout) + ", its steps give " + core::ToString(*steps));
+    WEFT_INTERNAL_ERROR("graph: the checker's layout of the view `" + Get(*id).fn + "` is " + core::ToString(**layout) +
+                        ", its steps give " + core::ToString(*steps));
 #endif
   g_.Get(*id).layout = std::move(*layout);
 }

@@ -811,7 +811,6 @@ std::string TileLayoutHover(const SourceManager& sources, const core::TileLayout
   return "\n\nits layout, solved per target (`weft explain`):\n\n" + CodeBlock(lines);
 }
 
-
 std::optional<HoverText> Hover(const Document& document, std::uint32_t offset, bool layouts) {
   Cursor cursor(document, offset);
   const Analysis& now = cursor.now();
