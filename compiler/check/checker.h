@@ -246,6 +246,11 @@ class Checker {
   void ObligeDivisible(const Dim& p, std::int64_t d, Span span);
   // Every dim is >= 0 (language.md, Types): E0227 when it may not be.
   void ObligeNonNegative(const Dim& d, Span span);
+  // `facts` (the `where` facts in scope, facts_, then any assumed since), resolved, as the solver
+  // takes them: each labelled by its index, so that an unsat core's labels name them (WrittenFacts).
+  std::vector<solver::Fact> SolverFacts(const std::vector<DimFact>& facts) const;
+  // The written `where` facts among an unsat core's labels (later labels are not facts_).
+  std::vector<const DimFact*> WrittenFacts(const std::vector<std::string>& core) const;
   void Discharge(CheckedDef& def, bool has_params);
   // Retries ambiguous broadcasts until no progress; reports the rest when `report`, then drops them.
   void RetryBroadcasts(bool report);

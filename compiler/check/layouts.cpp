@@ -564,18 +564,15 @@ void Checker::DischargeRead(KernelRead& read, const LayoutRef& layout) {
   const StridedView* view = layout ? std::get_if<StridedView>(&layout->node) : nullptr;
   if (!view || read.element_bytes == 0) return;  // over a layout variable: each caller decides
   // The `where` facts in scope, for the solver; a refutation's unsat core names them.
-  std::vector<solver::Fact> facts;
-  for (std::size_t i = 0; i < facts_.size(); ++i)
-    facts.push_back(
-        {{vars_.Resolve(facts_[i].lhs), facts_[i].relation, vars_.Resolve(facts_[i].rhs)}, std::to_string(i)});
+  const std::vector<solver::Fact> facts = SolverFacts(facts_);
   std::vector<Span> core;
   core::ProveFact prove = [&](const DimFact& goal) -> std::optional<bool> {
     if (facts.empty()) return std::nullopt;
     solver::Answer answer = solver_.Prove(facts, {goal.lhs, goal.relation, goal.rhs});
     if (answer.verdict == solver::Verdict::kProved && !answer.vacuous) return true;
     if (answer.verdict != solver::Verdict::kRefuted || answer.vacuous) return std::nullopt;
-    for (const std::string& label : core_solver_.Prove(facts, {goal.lhs, goal.relation, goal.rhs}).core)
-      if (std::size_t i = std::stoul(label); i < facts_.size()) core.push_back(facts_[i].span);
+    for (const DimFact* fact : WrittenFacts(core_solver_.Prove(facts, {goal.lhs, goal.relation, goal.rhs}).core))
+      core.push_back(fact->span);
     return false;
   };
   weft::Result<core::RowRead, std::string> admitted =

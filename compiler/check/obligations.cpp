@@ -176,6 +176,20 @@ void Checker::Oblige(DimFact goal, Report report, std::string what) {
   obligations_.push_back({std::move(goal), std::move(report), std::move(what), current_expr_});
 }
 
+std::vector<solver::Fact> Checker::SolverFacts(const std::vector<DimFact>& facts) const {
+  std::vector<solver::Fact> out;
+  for (std::size_t i = 0; i < facts.size(); ++i)
+    out.push_back({{vars_.Resolve(facts[i].lhs), facts[i].relation, vars_.Resolve(facts[i].rhs)}, std::to_string(i)});
+  return out;
+}
+
+std::vector<const DimFact*> Checker::WrittenFacts(const std::vector<std::string>& core) const {
+  std::vector<const DimFact*> out;
+  for (const std::string& label : core)
+    if (std::size_t i = std::stoul(label); i < facts_.size()) out.push_back(&facts_[i]);
+  return out;
+}
+
 void Checker::Discharge(CheckedDef& def, bool has_params) {
   std::vector<DimFact> facts;
   for (const DimFact& f : facts_) facts.push_back({vars_.Resolve(f.lhs), f.relation, vars_.Resolve(f.rhs), f.span});
@@ -193,27 +207,13 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       if (multiple) divisible.emplace(*v, *multiple);
     }
   }
-  auto solver_facts = [&] {
-    std::vector<solver::Fact> out;
-    for (std::size_t i = 0; i < facts.size(); ++i) {
-      out.push_back({{facts[i].lhs, facts[i].relation, facts[i].rhs}, std::to_string(i)});
-    }
-    return out;
-  };
-  // The written `where` facts among a core's labels (later ones are assumed obligations).
-  auto written = [&](const std::vector<std::string>& core) {
-    std::vector<const DimFact*> out;
-    for (const std::string& label : core) {
-      std::size_t i = std::stoul(label);
-      if (i < facts_.size()) out.push_back(&facts_[i]);
-    }
-    return out;
-  };
+  // Built again at each use: `facts` grows by the obligations assumed below.
+  auto solver_facts = [&] { return SolverFacts(facts); };
   // Facts that contradict each other make every obligation hold vacuously: an error of their own.
   if (!facts.empty() && !HasSimpleWitness(facts)) {
     solver::Answer answer = core_solver_.Prove(solver_facts(), {Dim(), Relation::kEq, Dim::Constant(1)});
     if (answer.verdict == solver::Verdict::kProved) {
-      std::vector<const DimFact*> core = written(answer.core);
+      std::vector<const DimFact*> core = WrittenFacts(answer.core);
       std::string listed;
       for (std::size_t i = 0; i < core.size(); ++i) {
         listed += std::string(i == 0                 ? ""
@@ -258,7 +258,7 @@ void Checker::Discharge(CheckedDef& def, bool has_params) {
       if (diagnostics_.all().size() > before && !facts.empty()) {
         solver::Answer answer = core_solver_.Prove(solver_facts(), {lhs, relation, rhs});
         Diagnostic& error = diagnostics_.last();
-        for (const DimFact* fact : written(answer.core)) {
+        for (const DimFact* fact : WrittenFacts(answer.core)) {
           error.notes.push_back(
               MakeNote(DiagnosticKind::NoteWhereFact, fact->span, std::string(sources_.Text(fact->span))));
         }

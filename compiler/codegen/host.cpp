@@ -925,33 +925,23 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
   // runtime.h's weft_program_view per tensor parameter (offset, dims[5], strides[5]; zeros for those
   // read as stored), each read in place in its map's dim order (InPlaceMapDims).
   std::vector<llvm::Value*> views(11 * tensors.size(), I64(0));
-  for (std::size_t i = 0; i < reads.size(); ++i) {
-    const graph::InPlaceRead* read = reads[i];
-    if (!read) continue;
-    const Span span = g_.Get(read->root).span;
-    const std::vector<core::StridedAxis>& axes = read->layout.axes;
-    views[11 * i] = DimValue(read->layout.offset, span);
-    std::vector<MapDim> dims = InPlaceMapDims(read->inner);
-    for (std::size_t d = 0; d < dims.size(); ++d) {
-      const core::StridedMode& mode =
-          axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
-      views[11 * i + 1 + d] = DimValue(mode.extent, span);
-      views[11 * i + 6 + d] = DimValue(mode.stride, span);
-    }
-  }
-  if (stored) {
-    // The output, stored through its layout over [m, n]: a TMA store's map (sm_90a) takes it.
-    const std::size_t i = inputs.size();
-    const Span span = g_.Get(stored->root).span;
-    views[11 * i] = DimValue(stored->flat.offset, span);
-    std::vector<MapDim> dims = InPlaceMapDims(stored->inner);
+  // Tensor `i`'s view: `layout` (over the data at `root`) in the map's dims that `inner` makes.
+  auto view = [&](std::size_t i, const core::StridedView& layout, const std::vector<std::vector<std::int64_t>>& inner,
+                  graph::NodeId root) {
+    const Span span = g_.Get(root).span;
+    views[11 * i] = DimValue(layout.offset, span);
+    std::vector<MapDim> dims = InPlaceMapDims(inner);
     for (std::size_t d = 0; d < dims.size() && d < 5; ++d) {
       const core::StridedMode& mode =
-          stored->flat.axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
+          layout.axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
       views[11 * i + 1 + d] = DimValue(mode.extent, span);
       views[11 * i + 6 + d] = DimValue(mode.stride, span);
     }
-  }
+  };
+  for (std::size_t i = 0; i < reads.size(); ++i)
+    if (reads[i]) view(i, reads[i]->layout, reads[i]->inner, reads[i]->root);
+  // The output, stored through its layout over [m, n]: a TMA store's map (sm_90a) takes it.
+  if (stored) view(inputs.size(), stored->flat, stored->inner, stored->root);
   b_.CreateCall(Runtime("weft_program_launch_views", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
                  Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars), Array(b_.getInt64Ty(), views)});

@@ -144,12 +144,9 @@ class Builder {
     if (!r) WEFT_INTERNAL_ERROR("graph: a dim does not substitute: " + r.error().message);
     return *r;
   }
-  // A tensor type's dtype and shape in `main`'s terms (nullopt: not a tensor, or its rank unknown).
-  std::optional<std::pair<Dtype, std::vector<Dim>>> TensorOf(const TypeRef& type, const GSubst& subst) const {
-    TypeRef t = vars_.Resolve(type);
-    const auto* tensor = std::get_if<TensorType>(&t->node);
-    if (!tensor) return std::nullopt;
-    core::Shape s = vars_.Resolve(tensor->shape);
+  // A shape in `main`'s terms (nullopt: its rank unknown).
+  std::optional<std::vector<Dim>> DimsOf(const core::Shape& shape, const GSubst& subst) const {
+    core::Shape s = vars_.Resolve(shape);
     std::vector<Dim> dims;
     for (const Dim& d : s.before) dims.push_back(DimOf(d, subst));
     if (s.spread) {
@@ -158,7 +155,16 @@ class Builder {
       dims.insert(dims.end(), it->second.begin(), it->second.end());
     }
     for (const Dim& d : s.after) dims.push_back(DimOf(d, subst));
-    return std::make_pair(ElemOf(tensor->elem, subst), std::move(dims));
+    return dims;
+  }
+  // A tensor type's dtype and shape in `main`'s terms (nullopt: not a tensor, or its rank unknown).
+  std::optional<std::pair<Dtype, std::vector<Dim>>> TensorOf(const TypeRef& type, const GSubst& subst) const {
+    TypeRef t = vars_.Resolve(type);
+    const auto* tensor = std::get_if<TensorType>(&t->node);
+    if (!tensor) return std::nullopt;
+    std::optional<std::vector<Dim>> dims = DimsOf(tensor->shape, subst);
+    if (!dims) return std::nullopt;
+    return std::make_pair(ElemOf(tensor->elem, subst), std::move(*dims));
   }
   bool Known(const Dim& dim, const GFrame& frame) const {
     if (!frame.quantified) return true;
@@ -172,8 +178,8 @@ class Builder {
   // The layout the checker's `type` has (core/array_layout.h) in `main`'s terms: its dims, shapes
   // and layout variables substituted; nullopt where that leaves it not known.
   std::optional<core::ViewResult> CheckedLayout(const TypeRef& type, const GSubst& subst) const;
-  // Gives the view nodes made from `first` on that have no layout yet the checker's layout of
-  // `type`, the type of the expression that made the last of them.
+  // Gives `value`, when it is a view node made from `first` on with no layout yet, the checker's
+  // layout of `type`, the type of the expression that made it.
   void TakeLayout(std::size_t first, const GRef& value, const TypeRef& type, const GSubst& subst);
   void MatchTypes(const TypeRef& pattern, const TypeRef& concrete, const GSubst& caller, GSubst& out);
   void BindValue(const TypeRef& type, const GValue& value, GFrame& frame, Span span);
@@ -259,14 +265,10 @@ std::optional<core::ViewResult> Builder::CheckedLayout(const TypeRef& type, cons
   core::LayoutMap map;
   map.dim = [&](const Dim& d) { return DimOf(d, subst); };
   map.shape = [&](const core::Shape& shape) {
-    core::Shape s = vars_.Resolve(shape), out;
-    for (const Dim& d : s.before) out.before.push_back(DimOf(d, subst));
-    if (s.spread) {
-      auto it = subst.shapes.find(s.spread->index);
-      if (it == subst.shapes.end()) return s;
-      out.before.insert(out.before.end(), it->second.begin(), it->second.end());
-    }
-    for (const Dim& d : s.after) out.before.push_back(DimOf(d, subst));
+    std::optional<std::vector<Dim>> dims = DimsOf(shape, subst);
+    if (!dims) return vars_.Resolve(shape);
+    core::Shape out;
+    out.before = std::move(*dims);
     return out;
   };
   map.var = [&](core::LayoutVarId v) -> core::LayoutRef {

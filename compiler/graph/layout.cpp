@@ -45,6 +45,12 @@ std::optional<core::ViewStep> StepOf(const Graph& graph, const Node& n) {
 
 namespace {
 
+// The node that holds the data under `id`: the first down its chain of views that is not a view.
+NodeId DataUnder(const Graph& graph, NodeId id) {
+  while (graph.Get(id).kind == Kind::View) id = graph.Get(id).args.at(0);
+  return id;
+}
+
 // The layout a plan has node `id` (not a view) stored in, if it chose one (Group::stored).
 const core::StridedView* StoredLayout(const Plan* plan, NodeId id) {
   if (!plan || id.index >= plan->group_of.size() || plan->group_of[id.index] < 0) return nullptr;
@@ -60,9 +66,7 @@ core::ViewResult LayoutOf(const Graph& graph, const Plan* plan, NodeId id) {
   }
   // The checker's layout, unless the data under the view is stored in a layout the plan chose
   // (after checking): then the view's steps are applied to that, by the checker's function.
-  NodeId root = id;
-  while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
-  if (n.layout && !StoredLayout(plan, root)) return *n.layout;
+  if (n.layout && (!plan || !StoredLayout(plan, DataUnder(graph, id)))) return *n.layout;
   core::ViewResult base = LayoutOf(graph, plan, n.args.at(0));
   if (!base) return base;
   std::optional<core::ViewStep> step = StepOf(graph, n);
@@ -236,8 +240,7 @@ std::vector<solver::Fact> FactsBefore(const Graph& graph, NodeId id) {
 weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
   core::ViewResult layout = LayoutOf(graph, id);
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
-  NodeId root = id;
-  while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
+  const NodeId root = DataUnder(graph, id);
   weft::Result<core::RowRead, std::string> read =
       core::AdmitsRow(*layout, (weft::Bits(graph.Get(id).dtype) + 7) / 8, SolverProver(FactsBefore(graph, id)));
   if (!read) return read.error();
@@ -249,8 +252,7 @@ weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {
   core::ViewResult layout = LayoutOf(graph, id);
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
-  NodeId root = id;
-  while (graph.Get(root).kind == Kind::View) root = graph.Get(root).args.at(0);
+  const NodeId root = DataUnder(graph, id);
   const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
   InPlaceRead read{id, root, *layout, {}};
   const std::vector<solver::Fact> facts = FactsBefore(graph, id);
