@@ -539,6 +539,10 @@ TypeRef Checker::InferNode(syntax::ExprId id) {
             vars_.Enter();
             TypeRef value = Infer(let.value);
             vars_.Leave();
+            // A value is not generalized: what its type leaves free is now the environment's, at this
+            // level, so a later `let` of a function over it does not quantify it (`let run = fn () ->
+            // f x` would otherwise give `run` a fresh size for each use of x's loaded size).
+            if (!is_function) unifier_.LowerLevels(value, vars_.level());
             std::size_t mark = env_.Mark();
             // `let (i, j) = block_idx` of a grid of another rank: said once, in the grid's terms.
             if (CheckBlockIdxPattern(let.pattern, let.value)) value = MakeVar(vars_.NewTypeVar());

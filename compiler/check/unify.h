@@ -53,9 +53,12 @@ class Unifier {
   // Equalities deferred since the last call; the caller attaches them to a source location.
   std::vector<DeferredEquality> TakeDeferred();
 
+  // Lowers the generalization level of every variable free in `type` to at most `level`: they are
+  // in an environment entry made at that level (a value that is not generalized).
+  void LowerLevels(const TypeRef& type, int level);
+
  private:
   bool Occurs(TypeVarId var, const TypeRef& type) const;
-  void LowerLevels(const TypeRef& type, int level);
   void LowerLevels(const Shape& shape, int level);
   void LowerLevels(const Dim& dim, int level);
   std::optional<Mismatch> BindShape(ShapeVarId var, const Shape& shape);
