@@ -745,12 +745,13 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
     LowerArray(index);
     return;
   }
-  // The operands as stored (or views read in place): a, and b or (for `_nt`) the tensor b is a
-  // transpose of; then the tensors the epilogue reads.
-  graph::NodeId b_id = mm.args[1];
-  if (graph::TransposedOperand(g_, b_id)) b_id = g_.Get(b_id).args[0];
+  // The operands as stored (or views read in place): a or (for `_tn`) the tensor a is a transpose
+  // of, and b or (for `_nt`) the tensor b is a transpose of; then the tensors the epilogue reads.
+  const graph::Transposed transposed = graph::TransposedOperands(g_, mm);
+  graph::NodeId a_id = transposed.a ? g_.Get(mm.args[0]).args[0] : mm.args[0];
+  graph::NodeId b_id = transposed.b ? g_.Get(mm.args[1]).args[0] : mm.args[1];
   std::vector<const graph::InPlaceRead*> reads(2, nullptr);
-  std::vector<const HTensor*> inputs = {&InputOf(group, mm.args[0], reads[0]), &InputOf(group, b_id, reads[1])};
+  std::vector<const HTensor*> inputs = {&InputOf(group, a_id, reads[0]), &InputOf(group, b_id, reads[1])};
   if (inputs[0]->dims.size() > 2) {
     // a: [..rows, k], dense: the kernel's [m, k], its leading axes flattened (graph::Fuse's routing).
     HTensor rows = *inputs[0];
@@ -771,7 +772,7 @@ void Lowering::LowerStdlibGemm(std::size_t index) {
   // view's readers read as it is; where the stdlib kernel's `where` clause fails at run time the
   // generic product below stores through the same layout (array_product.cpp's OutputOffset).
   HTensor out = stored ? StoredBuffer(*stored) : Buffer(group.nodes.back());
-  // The kernel's sizes from its inputs' dims (a: [m, k]; b: [k, n], or [n, k]).
+  // The kernel's sizes from its inputs' dims (a: [m, k], or [k, m]; b: [k, n], or [n, k]).
   std::map<std::uint32_t, llvm::Value*> sizes = KernelSizes(out_.kernels[use].kernel, inputs);
   llvm::Value* holds = WhereHolds(out_.kernels[use].kernel, sizes);
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "gemm.done", main_);

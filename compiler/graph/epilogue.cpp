@@ -23,16 +23,23 @@
 
 namespace weft::graph {
 
-bool TransposedOperand(const Graph& graph, NodeId b) {
-  const Node& view = graph.Get(b);
-  // bf16 and f16 have `_nt` tiles (stdlib/gemm.weft's gemm_bf16_nt, gemm_f16_nt).
+bool TransposedOperand(const Graph& graph, NodeId operand) {
+  const Node& view = graph.Get(operand);
+  // bf16 and f16 have `_nt` and `_tn` tiles (stdlib/gemm.weft's gemm_bf16_nt, gemm_bf16_tn, ...).
   if (view.kind != Kind::View || view.fn != "transpose" || (view.dtype != Dtype::BF16 && view.dtype != Dtype::F16) ||
       graph.Get(view.args[0]).kind == Kind::View)
     return false;
   std::size_t users = 0;
   for (const Node& n : graph.nodes)
-    if (!n.in_body) users += static_cast<std::size_t>(std::count(n.args.begin(), n.args.end(), b));
-  return users == 1 && !(graph.result && *graph.result == b);
+    if (!n.in_body) users += static_cast<std::size_t>(std::count(n.args.begin(), n.args.end(), operand));
+  return users == 1 && !(graph.result && *graph.result == operand);
+}
+
+Transposed TransposedOperands(const Graph& graph, const Node& mm) {
+  Transposed t;
+  t.b = TransposedOperand(graph, mm.args[1]);
+  t.a = !t.b && graph.Get(mm.args[0]).shape.size() == 2 && TransposedOperand(graph, mm.args[0]);
+  return t;
 }
 
 bool CopiedInput(const Graph& graph, NodeId id) {
@@ -114,13 +121,14 @@ class Analysis {
     step_of_[product_.index] = 0;
     out_.steps.push_back(product);
     for (NodeId id : nodes_) {
-      if (id == product_ || id == b_view_ || operand_views_.count(id.index)) continue;
+      if (id == product_ || id == a_view_ || id == b_view_ || operand_views_.count(id.index)) continue;
       if (!Step(id, why)) return std::nullopt;
     }
     out_.name = name;
     out_.tile = tile_;
     out_.operands = in_;
     out_.transposed_b = b_view_.index != kNone;
+    out_.transposed_a = a_view_.index != kNone;
     out_.result = root.dtype;
     return std::move(out_);
   }
@@ -147,10 +155,15 @@ class Analysis {
     a_ = mm.args[0];
     b_ = mm.args[1];
     // A transposed b (in the group, or not yet: fusion asks before the view joins) is the `_nt`
-    // tile's operand, stored as [n, k].
-    if (TransposedOperand(g_, b_)) {
+    // tile's operand, stored as [n, k]; else a transposed a the `_tn` tile's, stored as [k, m].
+    const Transposed transposed = TransposedOperands(g_, mm);
+    if (transposed.b) {
       b_view_ = b_;
       b_ = g_.Get(b_).args[0];
+    }
+    if (transposed.a) {
+      a_view_ = a_;
+      a_ = g_.Get(a_).args[0];
     }
     // Any other view operand is outside the group (fusion copies it to a dense tensor first), or
     // inside it with the views down to its data: the kernel reads it in place (Group::in_place).
@@ -168,7 +181,7 @@ class Analysis {
     if (a.shape.size() > 2 && inside_.count(a_.index)) return Refuse(why, "a's rows read through a view");
     if (mm.dtype != Dtype::F32 && mm.dtype != a.dtype) return Refuse(why, "a product of another dtype");
     in_ = a.dtype;
-    tile_ = "gemm_" + Dt(a.dtype) + (b_view_.index != kNone ? "_nt" : "");
+    tile_ = "gemm_" + Dt(a.dtype) + (b_view_.index != kNone ? "_nt" : a_view_.index != kNone ? "_tn" : "");
     space_ = mm.shape;
     return true;
   }
@@ -296,7 +309,7 @@ class Analysis {
   std::vector<NodeId> nodes_;
   std::set<std::uint32_t> inside_;
   std::set<std::uint32_t> operand_views_;  // views of an operand read in place, down to its data
-  NodeId product_{kNone}, b_view_{kNone}, a_{kNone}, b_{kNone};
+  NodeId product_{kNone}, a_view_{kNone}, b_view_{kNone}, a_{kNone}, b_{kNone};
   Dtype in_ = Dtype::BF16;
   std::string tile_;
   std::vector<Dim> space_;
@@ -605,7 +618,8 @@ std::string EpilogueText(const Epilogue& e) {
   const std::vector<std::string> names = StepNames(e);
   auto operand = [&](const EpilogueOperand& x) { return x.step ? names[*x.step] : LiteralText(x.dtype, x.literal); };
   std::string s = "-- generated: " + e.tile + "'s tile with an epilogue (graph/epilogue.cpp)\n";
-  s += "kernel " + e.name + " (a: " + in + "[m, k]) (b: " + in + (e.transposed_b ? "[n, k]" : "[k, n]") + ")";
+  s += "kernel " + e.name + " (a: " + in + (e.transposed_a ? "[k, m]" : "[m, k]") + ") (b: " + in +
+       (e.transposed_b ? "[n, k]" : "[k, n]") + ")";
   for (std::size_t i = 0; i < e.inputs.size(); ++i)
     s += " (x" + std::to_string(i) + ": " + Dt(e.inputs[i].dtype) + (e.inputs[i].matrix ? "[m, n]" : "[1, n]") + ")";
   s += " (out c: " + Dt(e.result) + "[m, n])\n";
@@ -613,7 +627,8 @@ std::string EpilogueText(const Epilogue& e) {
   s += "    grid (m / 128, n / 256) threads 256 =\n";
   s += "  let (i, j) = block_idx in\n";
   s += "  let acc = pipeline kk < k / 64 with acc = zeros [128, 256] do\n";
-  s += "    mma (regs (shared (tile a [128, 64] (i, kk)))) ";
+  s += e.transposed_a ? "    mma (regs (transpose (shared (tile a [64, 128] (kk, i))))) "
+                      : "    mma (regs (shared (tile a [128, 64] (i, kk)))) ";
   s += e.transposed_b ? "(regs (transpose (shared (tile b [256, 64] (j, kk)))))"
                       : "(regs (shared (tile b [64, 256] (kk, j))))";
   s += " acc\n  in\n";

@@ -59,16 +59,27 @@ struct Epilogue {
   std::string tile;                   // the stdlib gemm whose tile and main loop it has (`gemm_bf16`)
   Dtype operands = Dtype::BF16;       // a's and b's dtype
   bool transposed_b = false;          // b stored as [n, k] (`gemm_bf16_nt`)
+  bool transposed_a = false;          // a stored as [k, m] (`gemm_bf16_tn`)
   std::vector<EpilogueInput> inputs;  // its tensor parameters after a and b, in order
   std::vector<EpilogueStep> steps;    // steps[0] is the product; the last one is stored
   Dtype result = Dtype::F32;          // the stored value's dtype
 };
 
-// Whether the stdlib gemm reads `b`, a product's right operand, as the `_nt` tile's operand stored
-// as [n, k]: a bf16 `transpose` of a value that is not itself a view, read by nothing else. Fusion, the
-// epilogue analysis and the host agree on it through this one test; any other view operand is
-// copied to a dense tensor first (docs/graph.md, "Copies").
-bool TransposedOperand(const Graph& graph, NodeId b);
+// Whether the stdlib gemm reads `operand`, a product's operand, as the `_nt` tile's b stored as
+// [n, k] or the `_tn` tile's a stored as [k, m]: a bf16 or f16 `transpose` of a value that is not
+// itself a view, read by nothing else. Fusion, the epilogue analysis and the host agree on it
+// through this one test and TransposedOperands; any other view operand is read in place or copied
+// to a dense tensor first (docs/graph.md, "Copies").
+bool TransposedOperand(const Graph& graph, NodeId operand);
+
+// Which operands of product `mm` (a matrix a) the stdlib gemm reads as stored through a transposed
+// tile: b (`_nt`), else a (`_tn`); never both (a transposed a beside a transposed b is read as any
+// other view).
+struct Transposed {
+  bool a = false;
+  bool b = false;
+};
+Transposed TransposedOperands(const Graph& graph, const Node& mm);
 
 // Whether the epilogue reads view `id` (outside its group) as a tensor that fusion copies to a dense
 // one first: a view that moves data (indexing, transpose, permute, reshape), not a broadcast.

@@ -326,7 +326,8 @@ class Fuser {
   // stored, its result in the product's dtype), or why it does not.
   struct GemmRoute {
     std::string kernel;  // the stdlib kernel of the product alone; empty when only an epilogue
-                         // kernel does: the `_nt` tile, whose store casts its f32 to the result's dtype
+                         // kernel does: the `_nt` or `_tn` tile, whose store casts its f32 to the
+                         // result's dtype
     std::map<std::uint32_t, std::string> copies;  // operand views made dense first, and why
     std::vector<InPlaceRead> in_place;            // operand views read in place
   };
@@ -356,9 +357,10 @@ class Fuser {
     if (std::optional<std::string> no = NoStdlibGemm(mm)) return NoGemm{*no};
     GemmRoute route;
     std::string in(Spelling(a.dtype));
-    // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k]; any
-    // other view operand is read in place or copied to a dense row-major tensor, visibly.
-    bool nt = TransposedOperand(g_, mm.args[1]);
+    // A transposed b read by the product alone is the `_nt` tile's operand, stored as [n, k], and
+    // else a transposed a the `_tn` tile's, stored as [k, m]; any other view operand is read in
+    // place or copied to a dense row-major tensor, visibly.
+    const Transposed transposed = TransposedOperands(g_, mm);
     auto operand = [&](const char* which, NodeId x) {
       std::string why;
       if (stored_.count(x.index)) return;  // its producer stores it dense (ChooseViews)
@@ -373,11 +375,11 @@ class Fuser {
         route.copies[x.index] = CopyWhy(which, x) + why;
       }
     };
-    if (a.kind == Kind::View) operand("a", mm.args[0]);
-    if (b.kind == Kind::View && !nt) operand("b", mm.args[1]);
+    if (a.kind == Kind::View && !transposed.a) operand("a", mm.args[0]);
+    if (b.kind == Kind::View && !transposed.b) operand("b", mm.args[1]);
     if (mm.dtype == Dtype::F32) {
-      route.kernel = "gemm_" + in + (nt ? "_nt" : "");
-    } else if (!nt) {
+      route.kernel = "gemm_" + in + (transposed.b ? "_nt" : transposed.a ? "_tn" : "");
+    } else if (!transposed.a && !transposed.b) {
       route.kernel = "gemm_" + in + "_" + std::string(Spelling(mm.dtype));
     }
     return route;
@@ -456,9 +458,10 @@ class Fuser {
       for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
         const Node& mm = g_.nodes[i];
         if (mm.in_body || mm.kind != Kind::MatMul || NoStdlibGemm(mm)) continue;
-        if (Get(mm.args[0]).kind == Kind::View && Get(mm.args[0]).shape.size() == 2)
+        const Transposed transposed = TransposedOperands(g_, mm);
+        if (Get(mm.args[0]).kind == Kind::View && Get(mm.args[0]).shape.size() == 2 && !transposed.a)
           readers[mm.args[0].index].push_back(NodeId(static_cast<std::uint32_t>(i)));
-        if (Get(mm.args[1]).kind == Kind::View && !TransposedOperand(g_, mm.args[1]))
+        if (Get(mm.args[1]).kind == Kind::View && !transposed.b)
           readers[mm.args[1].index].push_back(NodeId(static_cast<std::uint32_t>(i)));
       }
     }
@@ -642,7 +645,8 @@ class Fuser {
       not_epilogue = why;
     }
     if (route->kernel.empty()) {
-      // Only the `_nt` tile computes it, with a store that casts: an epilogue kernel of the product alone.
+      // Only the `_nt` or `_tn` tile computes it, with a store that casts: an epilogue kernel of the
+      // product alone.
       std::string why = not_epilogue;
       if (plain == options_.plain_products.end()) {
         if (auto epilogue = EpilogueKernel(g_, {id}, "", &why)) {
@@ -655,8 +659,10 @@ class Fuser {
           return true;
         }
       }
-      why_generic = "its b operand is transposed, and the `_nt` tile's kernel with a store that casts to " +
-                    std::string(Spelling(n.dtype)) + " does not fit: " + why;
+      const bool b = TransposedOperands(g_, n).b;
+      why_generic = std::string("its ") + (b ? "b" : "a") + " operand is transposed, and the `" + (b ? "_nt" : "_tn") +
+                    "` tile's kernel with a store that casts to " + std::string(Spelling(n.dtype)) +
+                    " does not fit: " + why;
       return false;
     }
     std::int64_t g = NewGroup(GroupKind::Gemm, id, n.shape);
