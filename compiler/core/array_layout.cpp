@@ -176,7 +176,7 @@ std::string ToString(const LayoutRef& layout, const SizeVarNames& sizes, const L
           [&](const Layout::Row&) { return std::string("row"); },
           [&](const Layout::Var& var) { return vars ? vars(var.var) : "'l" + std::to_string(var.var.index); },
           [&](const StridedView& view) { return IsRowMajor(view) ? std::string("row") : ToString(view, sizes); },
-          [&](const Layout::NotStrided& n) { return "(not strided: " + n.why + ")"; },
+          [&](const Layout::NotStrided& n) { return "(not strided: " + WithSizeNames(n.why, sizes) + ")"; },
           [&](const Layout::View& view) {
             const ViewStep& step = view.step;
             switch (step.op) {

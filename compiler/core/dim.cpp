@@ -36,6 +36,27 @@ std::string DefaultSizeVarName(SizeVarId var) {
   return "v" + std::to_string(var.index);
 }
 
+std::string WithSizeNames(const std::string& text, const SizeVarNames& names) {
+  if (!names) return text;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '\''; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const bool starts = text[i] == 'v' && (i == 0 || !word(text[i - 1])) && i + 1 < text.size() && digit(text[i + 1]);
+    std::size_t end = i + 1;
+    while (starts && end < text.size() && digit(text[end])) ++end;
+    if (!starts || (end < text.size() && word(text[end])) || end - i > 10) {
+      out += text[i++];
+      continue;
+    }
+    const std::string name = names(SizeVarId{static_cast<std::uint32_t>(std::stoul(text.substr(i + 1, end - i - 1)))});
+    out += name.empty() ? text.substr(i, end - i) : name;
+    i = end;
+  }
+  return out;
+}
+
 // A builder with access to Dim's terms; everything that creates a Dim goes through here.
 struct DimBuilder {
   static Dim FromNormalTerms(std::vector<Term> terms) {

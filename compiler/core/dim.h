@@ -53,6 +53,9 @@ using SizeVarId = TypedId<struct SizeVarTag>;
 // Names size variables for printing. An empty function prints `v<index>` (see DefaultSizeVarName).
 using SizeVarNames = std::function<std::string(SizeVarId)>;
 std::string DefaultSizeVarName(SizeVarId var);
+// `text` (printed with DefaultSizeVarName, as the reasons core builds without names are) with each
+// `v<index>` word named by `names`: `4*v25` reads `4*s`. Unchanged when `names` is empty.
+std::string WithSizeNames(const std::string& text, const SizeVarNames& names);
 
 // ---------------------------------------------------------------------------------------------------
 // Errors
