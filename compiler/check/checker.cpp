@@ -482,7 +482,7 @@ std::string Signature(const VarStore& vars, const CheckedDef& def, bool layouts)
   if (layouts)
     for (const LayoutPredicate& p : def.scheme.admits) {
       text += std::string(where ? ", " : " where ") + printer.Print(VarLayout(p.var)) + " row-major at " +
-              std::to_string(p.offset_bytes) + " bytes";
+              std::to_string(p.offset_bytes) + " bytes" + (p.tma ? " or a TMA map on sm_90a" : "");
       where = true;
     }
   return text;
@@ -517,7 +517,18 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
       case KernelRead::Verdict::kInPlace:
         return kernel + " reads it in place";
       case KernelRead::Verdict::kCopy: {
+        // On sm_90a, a TMA map of its layout (KernelRead::tma).
+        std::string map =
+            kernel + " reads it in place through a " + std::to_string(read.tma_dims) + "-D TMA map on sm_90a";
+        if (read.tma == KernelRead::Verdict::kInPlace) return map + ", elsewhere a copy: " + read.why;
+        if (read.tma == KernelRead::Verdict::kRunTime) {
+          for (std::size_t i = 0; i < read.tma_when.size(); ++i)
+            map += (i ? " and `" : " where `") + fact_text(read.tma_when[i]) + "`";
+          return map + " at run time, elsewhere a copy: " + read.why;
+        }
         std::string text = kernel + " reads a copy: " + read.why;
+        if (read.tma == KernelRead::Verdict::kCopy && read.tma_why != read.why)
+          text += "; and no TMA map on sm_90a: " + read.tma_why;
         for (std::size_t i = 0; i < read.core.size(); ++i)
           text += (i == 0 ? " under `where` " : " and ") + where(read.core[i]);
         return text;
@@ -531,7 +542,8 @@ std::string LayoutLines(const SourceManager& sources, const VarStore& vars, cons
         break;
     }
     return kernel + "'s `" + read.predicate.param + "` reads it in place where it is row-major at " +
-           std::to_string(read.predicate.offset_bytes) + " bytes (each call decides)";
+           std::to_string(read.predicate.offset_bytes) + " bytes" +
+           (read.predicate.tma ? " or a TMA map on sm_90a covers it" : "") + " (each call decides)";
   };
   std::string out;
   auto line = [&](const LayoutFact& fact) {

@@ -17,6 +17,7 @@
 //     substitutes as it does `where` facts; views whose layouts are known are listed for
 //     `weft check --layouts`. In `main` no layout has a variable: every view is known.
 #include <algorithm>
+#include <set>
 
 #include "base/overloaded.h"
 #include "check/checker.h"
@@ -296,11 +297,31 @@ class LayoutStage {
   }
   void Note(const LayoutFact& fact) {
     const bool deferred_read = fact.read && fact.read->verdict == KernelRead::Verdict::kDeferred;
+    if (fact.read) WarnCopy(fact);
     if (IsKnown(fact.layout) && !deferred_read) {
       known.push_back(fact);
     } else if (deferred.size() < kMaxLayoutFacts) {
       deferred.push_back(fact);
     }
+  }
+  // A kernel call that reads a copy of its argument because the `where` facts refute what the
+  // parameter admits (no silent slow paths): W0902 at the view (at the call that makes it, for a
+  // callee's), naming the parameter, the layout, the failed condition and the refuting facts.
+  void WarnCopy(const LayoutFact& fact) {
+    const KernelRead& read = *fact.read;
+    const bool no_map = read.tma == KernelRead::Verdict::kDeferred || read.tma == KernelRead::Verdict::kCopy;
+    if (read.verdict != KernelRead::Verdict::kCopy || read.core.empty() || !no_map) return;
+    const Span at = fact.call.valid() ? fact.call : fact.span;
+    if (!warned_.insert(SpanKey(at)).second) return;
+    TypePrinter printer(vars_, true);
+    std::string why = read.why;
+    if (read.tma == KernelRead::Verdict::kCopy && read.tma_why != read.why)
+      why += "; and no TMA map on sm_90a: " + read.tma_why;
+    Diagnostic& warning = checker_.diagnostics_.Emit(DiagnosticKind::KernelReadsCopy, at, read.kernel,
+                                                     printer.Print(fact.layout), read.predicate.param, why);
+    if (fact.call.valid()) warning.notes.push_back({fact.span, "the view"});
+    for (const Span& span : read.core)
+      warning.notes.push_back(MakeNote(DiagnosticKind::NoteWhereFact, span, std::string(checker_.sources_.Text(span))));
   }
   TypeRef Lookup(const std::string& name) const {
     for (auto it = env_.rbegin(); it != env_.rend(); ++it)
@@ -313,6 +334,7 @@ class LayoutStage {
   VarStore& vars_;
   const decltype(Checker::layout_instances_)& instances_;
   std::vector<std::pair<std::string, TypeRef>> env_;
+  std::set<decltype(SpanKey(Span{}))> warned_;
 };
 
 TypeRef LayoutStage::Expr(core::ExprId id) {
@@ -542,7 +564,7 @@ void Checker::AdmitLayouts(const syntax::KernelDecl& kernel, CheckedDef& checked
     LayoutVarId var = vars_.NewLayoutVar(text);
     params[i] = MakeTensor(t->elem, t->shape, VarLayout(var));
     checked.scheme.quantified.layouts.push_back(var);
-    checked.scheme.admits.push_back(LayoutPredicate{var, text, i, 16, inputs[i]->span});
+    checked.scheme.admits.push_back(LayoutPredicate{var, text, i, 16, inputs[i]->span, false});
     any = true;
   }
   if (any) checked.scheme.type = MakeFunction(params, type);
@@ -554,6 +576,10 @@ void Checker::DischargeRead(KernelRead& read, const LayoutRef& layout) {
   read.why.clear();
   read.when.clear();
   read.core.clear();
+  read.tma = Verdict::kDeferred;
+  read.tma_why.clear();
+  read.tma_when.clear();
+  read.tma_dims = 0;
   if (layout) {
     if (const auto* not_strided = std::get_if<Layout::NotStrided>(&layout->node)) {
       read.verdict = Verdict::kCopy;
@@ -575,11 +601,34 @@ void Checker::DischargeRead(KernelRead& read, const LayoutRef& layout) {
       core.push_back(fact->span);
     return false;
   };
-  weft::Result<core::RowRead, std::string> admitted =
-      core::AdmitsRow(*view, read.element_bytes, prove, [&](SizeVarId v) { return vars_.info(v).name; });
+  auto names = [&](SizeVarId v) { return vars_.info(v).name; };
+  weft::Result<core::RowRead, std::string> admitted = core::AdmitsRow(*view, read.element_bytes, prove, names);
   if (!admitted) {
     read.verdict = Verdict::kCopy;
     read.why = admitted.error();
+    if (read.predicate.tma) {
+      // On sm_90a a TMA map of the layout, the kernel's box along the last axis at most 128 bytes
+      // (graph::TmaBoxColumns), as the graph's ReadInPlace decides it.
+      weft::Result<core::TmaRead, std::string> map =
+          core::AdmitsTma(*view, read.element_bytes, 128 / read.element_bytes, prove, names);
+      if (!map) {
+        read.tma = Verdict::kCopy;
+        read.tma_why = map.error();
+      } else {
+        read.tma_dims = 0;
+        for (const core::StridedAxis& axis : map->layout.axes) read.tma_dims += axis.modes.size();
+        if (map->when.empty()) {
+          read.tma = Verdict::kInPlace;
+        } else if (in_main_) {
+          read.tma = Verdict::kRunTime;
+          read.tma_when = map->when;
+        } else {
+          read.verdict = Verdict::kDeferred;  // the definition's own sizes: its callers decide
+          read.why.clear();
+          return;
+        }
+      }
+    }
     read.core = std::move(core);
   } else if (!admitted->when) {
     read.verdict = Verdict::kInPlace;

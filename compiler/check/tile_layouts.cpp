@@ -40,8 +40,9 @@ struct Val {
   std::vector<std::int64_t> shape;  // a tile's constant extents (-1 where one is not constant)
   Span global;                      // a global tile: its `tile` expression
   std::vector<Val> elements;
+  std::int32_t param = -1;  // a tensor parameter: its place in the definition's parameters
 
-  static Val Of(Place place) { return Val{place, kNoTile, {}, {}, {}}; }
+  static Val Of(Place place) { return Val{place, kNoTile, {}, {}, {}, -1}; }
   bool tile() const { return place == Place::Shared || place == Place::Reg; }
   bool reg() const { return place == Place::Reg; }
   void Leaves(std::vector<const Val*>& out) const {
@@ -69,8 +70,22 @@ class TileLayoutStage {
       TypeRef type = vars_.Resolve(module_.Get(p).type);
       const auto* tensor = std::get_if<TensorType>(&type->node);
       bool scalar = tensor && tensor->shape.Known() && tensor->shape.before.empty();
-      scope_.emplace_back(name->name, Val::Of(scalar ? Place::Scalar : Place::Global));
+      Val param = Val::Of(scalar ? Place::Scalar : Place::Global);
+      if (!scalar) {
+        param.param = static_cast<std::int32_t>(params_.size());
+        params_.push_back({name->name, tensor ? tensor->shape.before.size() : 0, 0, 0});
+      }
+      scope_.emplace_back(name->name, param);
     }
+  }
+
+  // Whether the kernel reads tensor parameter `name`, of rank 2 or more, only through `shared`
+  // copies of its tiles (`shared (tile a [128, 64] (i, kk))`), which sm_90a makes by TMA: then a
+  // TMA map of any layout it covers serves it (core::LayoutPredicate::tma).
+  bool ReadOnlyByShared(const std::string& name) const {
+    for (const ParamUses& p : params_)
+      if (p.name == name) return p.rank >= 2 && p.uses > 0 && p.uses == p.shared;
+    return false;
   }
 
   TileLayouts Run(core::ExprId body) {
@@ -127,7 +142,7 @@ class TileLayoutStage {
     var.carried = carried;
     var.loop = std::holds_alternative<ce::Loop>(module_.Get(id).node);
     out_.vars.push_back(std::move(var));
-    return Val{place, static_cast<std::int32_t>(out_.vars.size() - 1), std::move(shape), {}, {}};
+    return Val{place, static_cast<std::int32_t>(out_.vars.size() - 1), std::move(shape), {}, {}, -1};
   }
   Val NewTile(core::ExprId id, Place place) {
     const core::Expr& e = module_.Get(id);
@@ -165,8 +180,18 @@ class TileLayoutStage {
     return Val{};
   }
 
+  // A tensor parameter's uses: every reference to it, and those that are the tensor of a `tile`
+  // which `shared` copies directly.
+  struct ParamUses {
+    std::string name;
+    std::size_t rank = 0;
+    int uses = 0, shared = 0;
+  };
+
   const core::Module& module_;
   const VarStore& vars_;
+  std::vector<ParamUses> params_;
+  core::ExprId shared_arg_;  // the operand of the `shared` being walked
   std::map<SizeVarId, Dim> known_;
   std::vector<std::pair<std::string, Val>> scope_;
   TileLayouts out_;
@@ -180,7 +205,11 @@ Val TileLayoutStage::Expr(core::ExprId id) {
                      [&](const ce::FloatLit&) { return Val::Of(Place::Scalar); },
                      [&](const ce::BoolLit&) { return Val::Of(Place::Scalar); },
                      [&](const ce::SizeValue&) { return Val::Of(Place::Scalar); },
-                     [&](const ce::Local& local) { return Lookup(local.name); },
+                     [&](const ce::Local& local) {
+                       Val v = Lookup(local.name);
+                       if (v.param >= 0) ++params_[static_cast<std::size_t>(v.param)].uses;
+                       return v;
+                     },
                      [&](const ce::Builtin& builtin) { return builtin.name == "block_idx" ? BlockIdx(e) : Val{}; },
                      [&](const ce::Apply& apply) { return Apply(id, apply); },
                      [&](const ce::Let& let) {
@@ -246,7 +275,9 @@ Val TileLayoutStage::Builtin(core::ExprId id, const std::string& name, const std
   auto one = [&](std::size_t n) { return args.size() == n; };
   if (name == "block_idx") return BlockIdx(e);
   if (name == "tile" && one(3)) {
-    Expr(args[0]);
+    Val tensor = Expr(args[0]);
+    if (tensor.param >= 0 && id == shared_arg_ && std::holds_alternative<ce::Local>(module_.Get(args[0]).node))
+      ++params_[static_cast<std::size_t>(tensor.param)].shared;
     if (const auto* tuple = std::get_if<ce::Tuple>(&module_.Get(args[2]).node)) {
       for (core::ExprId c : tuple->elements) Expr(c);
     } else {
@@ -266,7 +297,10 @@ Val TileLayoutStage::Builtin(core::ExprId id, const std::string& name, const std
     return view;
   }
   if (name == "shared" && one(1)) {
+    const core::ExprId outer = shared_arg_;
+    shared_arg_ = args[0];
     Val src = Expr(args[0]);
+    shared_arg_ = outer;
     if (src.place != Place::Global) return Val{};
     Val tile = NewTile(id, Place::Shared);
     AddCopy(CopyKind::ToShared, tile.var, kNoTile, e.span, src.global, "`shared`");
@@ -390,8 +424,12 @@ Val TileLayoutStage::Loop(core::ExprId id, const ce::Loop& loop) {
 void Checker::InferTileLayouts(CheckedDef& checked) {
   core::Def& def = module_.defs().back();
   if (!def.ok || !def.body.valid() || !def.kernel) return;
-  def.kernel->tiles = TileLayoutStage(module_, vars_, def).Run(def.body);
+  TileLayoutStage stage(module_, vars_, def);
+  def.kernel->tiles = stage.Run(def.body);
   checked.tiles = def.kernel->tiles;
+  // What each tensor input admits on sm_90a (core::LayoutPredicate::tma), in both copies of the scheme.
+  for (Scheme* scheme : {&def.scheme, &checked.scheme})
+    for (LayoutPredicate& p : scheme->admits) p.tma = stage.ReadOnlyByShared(p.param);
 }
 
 }  // namespace weft::check

@@ -136,6 +136,15 @@ class Lowering {
                     const std::vector<llvm::Value*>& scalars, const HTensor& out,
                     const std::map<std::uint32_t, llvm::Value*>& sizes,
                     const std::vector<const graph::InPlaceRead*>& reads = {}, const graph::StoredOut* stored = nullptr);
+  // Tensor `i`'s entry of runtime.h's weft_program_view array `views` (offset, dims[5],
+  // strides[5]): `layout` (over the data at `root`) in the map's dims that `inner` makes
+  // (InPlaceMapDims's order).
+  void MapView(std::vector<llvm::Value*>& views, std::size_t i, const core::StridedView& layout,
+               const std::vector<std::vector<std::int64_t>>& inner, graph::NodeId root);
+  // The instance of program kernel `def` that reads the call arguments `maps` gives (non-null
+  // entries, one per argument) through TMA maps of their views (tile::Param::in_place), keyed by
+  // its layout class (which parameters, their map's modes); `def`'s own kernel where none.
+  std::size_t CallInstance(const core::Def& def, const std::vector<const graph::InPlaceRead*>& maps);
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
   // An epilogue kernel's descriptor (the driver built its tile IR: HostOptions::epilogues).
@@ -336,7 +345,8 @@ const HTensor& Lowering::ArgumentOf(const graph::Group& group, graph::NodeId id)
   const graph::DenseRead* read = nullptr;
   for (const graph::DenseRead& r : group.dense_reads)
     if (r.view == id) read = &r;
-  if (!read) return TensorOf(id);
+  const graph::InPlaceRead* map = nullptr;
+  if (!read) return InputOf(group, id, map);  // a view read through a TMA map, or the value
   const graph::Node& n = g_.Get(id);
   const HTensor& base = TensorOf(read->root);
   HTensor& view = views_.emplace_back();
@@ -510,6 +520,11 @@ void Lowering::LowerLoad(graph::NodeId id) {
 
 // ---- Kernel calls ----
 
+// Whether no input of a launch is read in place (InputOf's `read` null for each).
+bool NoneInPlace(const std::vector<const graph::InPlaceRead*>& reads) {
+  return std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; });
+}
+
 void Lowering::LowerCall(const graph::Group& group) {
   graph::NodeId call_id;
   std::vector<graph::NodeId> outs;
@@ -520,9 +535,19 @@ void Lowering::LowerCall(const graph::Group& group) {
   const graph::Node& call = g_.Get(call_id);
   const core::Def& def = *call.def;
   const Span span = call.span;
-  const std::size_t use = UseKernel(module_, vars_, def);
+  // Views the kernel reads through TMA maps (graph::Group::in_place, sm_90a): per input, its read
+  // or null, and the kernel's instance that takes those maps; `dense_maps`, those of the branch
+  // where run-time conditions fail (the views they are of read from their copies).
+  std::vector<const graph::InPlaceRead*> maps, dense_maps;
+  for (graph::NodeId a : call.args) {
+    const graph::InPlaceRead* read = nullptr;
+    for (const graph::InPlaceRead& r : group.in_place)
+      if (r.view == a) read = &r;
+    maps.push_back(read);
+    dense_maps.push_back(read && read->when.empty() ? read : nullptr);
+  }
+  const std::size_t use = CallInstance(def, maps);
   const tile::Kernel& kernel = out_.kernels[use].kernel;
-  llvm::GlobalVariable* descriptor = descriptors_[use];
   const std::string where = Escape(Where(span));
   const std::string kname = "`" + Escape(kernel.name) + "`";
 
@@ -643,25 +668,49 @@ void Lowering::LowerCall(const graph::Group& group) {
   std::vector<llvm::Value*> grid;
   for (const Dim& d : kernel.grid) grid.push_back(EmitDim(d, size_of));
   while (grid.size() < 3) grid.push_back(I64(1));
-  auto launch = [&](const std::vector<llvm::Value*>& handles) {
-    b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
-                  {descriptor, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles), Array(b_.getInt64Ty(), size_values),
-                   Array(Ptr(), scalars)});
+  // Launches instance `instance`, which reads the inputs `reads` gives (per call argument) through
+  // TMA maps: their views (runtime.h's weft_program_view) in the descriptor's tensor order.
+  auto launch = [&](const std::vector<llvm::Value*>& handles, std::size_t instance,
+                    const std::vector<const graph::InPlaceRead*>& reads) {
+    llvm::Value* at = descriptors_[instance];
+    if (NoneInPlace(reads)) {
+      b_.CreateCall(Runtime("weft_program_launch", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                    {at, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles), Array(b_.getInt64Ty(), size_values),
+                     Array(Ptr(), scalars)});
+      return;
+    }
+    std::vector<llvm::Value*> views(11 * handles.size(), I64(0));
+    std::size_t slot = 0, arg = 0;
+    for (const tile::Param& param : kernel.params) {
+      const bool global = kernel.Get(param.value).space == tile::Space::Global;
+      if (!param.out && arg < reads.size() && reads[arg] && global)
+        MapView(views, slot, reads[arg]->layout, reads[arg]->inner, reads[arg]->root);
+      if (!param.out) ++arg;
+      if (global) ++slot;
+    }
+    b_.CreateCall(Runtime("weft_program_launch_views", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
+                  {at, Array(b_.getInt64Ty(), grid), Array(Ptr(), handles), Array(b_.getInt64Ty(), size_values),
+                   Array(Ptr(), scalars), Array(b_.getInt64Ty(), views)});
   };
   // 5. Views read in place only where their offset's alignment holds at run time
   // (graph::DenseRead::when): there the call reads them in place; elsewhere their copies run first
   // (their groups' copy_for is this one) and the call reads the copies.
+  // The same for views read through TMA maps (graph::InPlaceRead::when): elsewhere the instance
+  // without those maps reads their copies.
   llvm::Value* aligned = b_.getTrue();
-  std::vector<const graph::DenseRead*> run_time;
-  for (const graph::DenseRead& read : group.dense_reads) {
-    if (read.when.empty()) continue;
-    const Span at = g_.Get(read.view).span;
-    for (const core::DimFact& fact : read.when)
+  std::vector<graph::NodeId> run_time;
+  auto holds = [&](graph::NodeId view, const std::vector<core::DimFact>& when) {
+    const Span at = g_.Get(view).span;
+    for (const core::DimFact& fact : when)
       aligned = b_.CreateAnd(aligned, Compare(fact.relation, DimValue(fact.lhs, at), DimValue(fact.rhs, at)));
-    run_time.push_back(&read);
-  }
+    run_time.push_back(view);
+  };
+  for (const graph::DenseRead& read : group.dense_reads)
+    if (!read.when.empty()) holds(read.view, read.when);
+  for (const graph::InPlaceRead& read : group.in_place)
+    if (!read.when.empty()) holds(read.view, read.when);
   if (run_time.empty()) {
-    launch(tensors);
+    launch(tensors, use, maps);
     return;
   }
   llvm::BasicBlock* in_place = llvm::BasicBlock::Create(ctx_, "call.in_place", main_);
@@ -669,24 +718,59 @@ void Lowering::LowerCall(const graph::Group& group) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "call.done", main_);
   b_.CreateCondBr(aligned, in_place, copies);
   b_.SetInsertPoint(in_place);
-  launch(tensors);
+  launch(tensors, use, maps);
   b_.CreateBr(done);
   b_.SetInsertPoint(copies);
   std::vector<llvm::Value*> copied = tensors;
-  for (const graph::DenseRead* read : run_time) {
-    LowerArray(static_cast<std::size_t>(plan_.group_of[read->view.index]));
+  for (graph::NodeId view : run_time) {
+    LowerArray(static_cast<std::size_t>(plan_.group_of[view.index]));
     // The input's place among the descriptor's tensors: inputs and outputs in parameter order.
     std::size_t slot = 0, input_slot = 0;
     for (const tile::Param& param : kernel.params) {
       if (kernel.Get(param.value).space != tile::Space::Global) continue;
-      if (!param.out && input_slot < input_nodes.size() && input_nodes[input_slot++] == read->view)
-        copied[slot] = TensorOf(read->view).handle;
+      if (!param.out && input_slot < input_nodes.size() && input_nodes[input_slot++] == view)
+        copied[slot] = TensorOf(view).handle;
       ++slot;
     }
   }
-  launch(copied);
+  launch(copied, CallInstance(def, dense_maps), dense_maps);
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
+}
+
+void Lowering::MapView(std::vector<llvm::Value*>& views, std::size_t i, const core::StridedView& layout,
+                       const std::vector<std::vector<std::int64_t>>& inner, graph::NodeId root) {
+  const Span span = g_.Get(root).span;
+  views[11 * i] = DimValue(layout.offset, span);
+  std::vector<MapDim> dims = InPlaceMapDims(inner);
+  for (std::size_t d = 0; d < dims.size() && d < 5; ++d) {
+    const core::StridedMode& mode =
+        layout.axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
+    views[11 * i + 1 + d] = DimValue(mode.extent, span);
+    views[11 * i + 6 + d] = DimValue(mode.stride, span);
+  }
+}
+
+std::size_t Lowering::CallInstance(const core::Def& def, const std::vector<const graph::InPlaceRead*>& maps) {
+  if (NoneInPlace(maps)) return UseKernel(module_, vars_, def);
+  auto lowered = tile::Lower(module_, vars_, def);
+  if (!lowered) throw Refusals{lowered.error()};
+  tile::Kernel kernel = std::move(*lowered);
+  // Named by its layout class: the parameters read through maps and their modes' inner extents.
+  std::string name = kernel.name + "_in_place";
+  std::size_t arg = 0;
+  for (tile::Param& param : kernel.params) {
+    if (param.out) continue;
+    const graph::InPlaceRead* read = arg < maps.size() ? maps[arg] : nullptr;
+    ++arg;
+    if (!read) continue;
+    param.in_place = tile::InPlace{read->inner, {}};
+    name += "_" + param.name + "_d" + std::to_string(read->inner.size());
+    for (const std::vector<std::int64_t>& axis : read->inner)
+      for (std::int64_t e : axis) name += "_" + std::to_string(e);
+  }
+  kernel.name = name;
+  return UseEpilogue(kernel);
 }
 
 std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def) {
@@ -837,11 +921,6 @@ std::map<std::uint32_t, llvm::Value*> Lowering::KernelSizes(const tile::Kernel& 
   return sizes;
 }
 
-// Whether no input of a launch is read in place (InputOf's `read` null for each).
-bool NoneInPlace(const std::vector<const graph::InPlaceRead*>& reads) {
-  return std::all_of(reads.begin(), reads.end(), [](const graph::InPlaceRead* r) { return r == nullptr; });
-}
-
 const HTensor& Lowering::InputOf(const graph::Group& group, graph::NodeId id, const graph::InPlaceRead*& read) {
   read = nullptr;
   for (const graph::InPlaceRead& r : group.in_place)
@@ -926,23 +1005,10 @@ void Lowering::LaunchKernel(std::size_t use, const std::vector<const HTensor*>& 
   // runtime.h's weft_program_view per tensor parameter (offset, dims[5], strides[5]; zeros for those
   // read as stored), each read in place in its map's dim order (InPlaceMapDims).
   std::vector<llvm::Value*> views(11 * tensors.size(), I64(0));
-  // Tensor `i`'s view: `layout` (over the data at `root`) in the map's dims that `inner` makes.
-  auto view = [&](std::size_t i, const core::StridedView& layout, const std::vector<std::vector<std::int64_t>>& inner,
-                  graph::NodeId root) {
-    const Span span = g_.Get(root).span;
-    views[11 * i] = DimValue(layout.offset, span);
-    std::vector<MapDim> dims = InPlaceMapDims(inner);
-    for (std::size_t d = 0; d < dims.size() && d < 5; ++d) {
-      const core::StridedMode& mode =
-          layout.axes[static_cast<std::size_t>(dims[d].axis)].modes[static_cast<std::size_t>(dims[d].mode)];
-      views[11 * i + 1 + d] = DimValue(mode.extent, span);
-      views[11 * i + 6 + d] = DimValue(mode.stride, span);
-    }
-  };
   for (std::size_t i = 0; i < reads.size(); ++i)
-    if (reads[i]) view(i, reads[i]->layout, reads[i]->inner, reads[i]->root);
+    if (reads[i]) MapView(views, i, reads[i]->layout, reads[i]->inner, reads[i]->root);
   // The output, stored through its layout over [m, n]: a TMA store's map (sm_90a) takes it.
-  if (stored) view(inputs.size(), stored->flat, stored->inner, stored->root);
+  if (stored) MapView(views, inputs.size(), stored->flat, stored->inner, stored->root);
   b_.CreateCall(Runtime("weft_program_launch_views", b_.getVoidTy(), {Ptr(), Ptr(), Ptr(), Ptr(), Ptr(), Ptr()}),
                 {descriptors_[use], Array(b_.getInt64Ty(), grid), Array(Ptr(), tensors),
                  Array(b_.getInt64Ty(), size_values), Array(Ptr(), scalars), Array(b_.getInt64Ty(), views)});

@@ -249,4 +249,82 @@ weft::Result<RowRead, std::string> AdmitsRow(const StridedView& layout, std::int
            : "its offset " + ToString(layout.offset, names) + " is never a multiple of 16 bytes";
 }
 
+weft::Result<TmaRead, std::string> AdmitsTma(const StridedView& layout, std::int64_t element_bytes,
+                                             std::int64_t box_cols, const ProveFact& prove, const SizeVarNames& names) {
+  // ` of 3 elements` for a constant, ` n` for a dim over sizes with names (nothing without).
+  auto elements = [&](const Dim& d) {
+    std::optional<std::int64_t> c = d.AsConstant();
+    if (c) return " of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s");
+    return names ? " " + ToString(d, names) : std::string();
+  };
+  // ` is not` for a constant, ` is never` for a dim over sizes (the facts refute it).
+  auto is_not = [](const Dim& d) { return d.AsConstant() ? std::string(" is not") : std::string(" is never"); };
+  const std::int64_t e = element_bytes;
+  TmaRead read{layout, {}, {}};
+  std::vector<StridedAxis>& axes = read.layout.axes;
+  const std::size_t rank = axes.size();
+  if (rank < 2) return "it is of rank " + std::to_string(rank) + ", and a TMA map needs 2 or more";
+  // The last axis first: a transpose is refused for that, whatever its other strides.
+  if (const StridedMode& inner = axes.back().modes.back();
+      !(inner.extent == Dim::Constant(1)) && !(inner.stride == Dim::Constant(1)))
+    return "its last axis is not contiguous (stride " + ToString(inner.stride, names) + ")";
+  const Dim aligned = Dim::Constant(16 / std::min<std::int64_t>(e, 16));
+  for (std::size_t a = 0; a < rank; ++a) {
+    std::vector<StridedMode>& modes = axes[a].modes;
+    if (a + 2 == rank && modes.size() != 1)
+      return "its axis " + std::to_string(a) + " (the box's rows) has " + std::to_string(modes.size()) +
+             " modes, and a box's rows must be one";
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      StridedMode& mode = modes[m];
+      const bool contiguous = a + 1 == rank && m + 1 == modes.size();
+      if (mode.extent == Dim::Constant(1)) mode.stride = contiguous ? Dim::Constant(1) : aligned;
+      if (contiguous) {
+        if (!(mode.stride == Dim::Constant(1)))
+          return "its last axis is not contiguous (stride " + ToString(mode.stride, names) + ")";
+        continue;
+      }
+      if (mode.stride.IsZero()) return "it repeats elements along axis " + std::to_string(a) + " (stride 0)";
+      DimFact fact;
+      switch (Aligned16(mode.stride, e, prove, fact)) {
+        case Alignment::kProved:
+          break;
+        case Alignment::kRefuted:
+          return "its axis " + std::to_string(a) + "'s stride" + elements(mode.stride) + is_not(mode.stride) +
+                 " a multiple of 16 bytes";
+        case Alignment::kRunTime:
+          read.when.push_back(fact);
+          break;
+      }
+    }
+  }
+  // Each axis's modes after its outermost: constants, so that the kernel splits an index over them.
+  std::size_t dims = 0;
+  read.inner.resize(rank);
+  for (std::size_t a = 0; a < rank; ++a) {
+    const std::vector<StridedMode>& modes = axes[a].modes;
+    dims += modes.size();
+    for (std::size_t m = 1; m < modes.size(); ++m) {
+      std::optional<std::int64_t> extent = modes[m].extent.AsConstant();
+      if (!extent) return "its axis " + std::to_string(a) + " has a mode whose extent is not a constant";
+      read.inner[a].push_back(*extent);
+    }
+  }
+  const std::vector<std::int64_t>& last = read.inner.back();
+  if (!last.empty() && last.back() % box_cols != 0)
+    return "its last axis's innermost mode of " + std::to_string(last.back()) +
+           " elements is not a multiple of the box's " + std::to_string(box_cols);
+  if (dims > 5) return "its map would have " + std::to_string(dims) + " dims, and TMA takes at most 5";
+  DimFact fact;
+  switch (Aligned16(read.layout.offset, e, prove, fact)) {
+    case Alignment::kProved:
+      break;
+    case Alignment::kRefuted:
+      return "its offset" + elements(read.layout.offset) + is_not(read.layout.offset) + " a multiple of 16 bytes";
+    case Alignment::kRunTime:
+      read.when.push_back(fact);
+      break;
+  }
+  return read;
+}
+
 }  // namespace weft::core

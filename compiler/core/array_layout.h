@@ -131,4 +131,25 @@ struct RowRead {
 weft::Result<RowRead, std::string> AdmitsRow(const StridedView& layout, std::int64_t element_bytes,
                                              const ProveFact& prove, const SizeVarNames& names = {});
 
+// A kernel's tensor parameter that it reads only through `shared` copies of its tiles, which
+// sm_90a makes by TMA (LayoutPredicate::tma), admits there any layout that a TMA map covers (the
+// tensor map's rules, layout/atoms.h's CheckTmaBox; the stdlib kernels' operands read in place the
+// same way, graph::ReadInPlace): rank 2 or more; one map dim per mode of each axis, at most 5; the
+// next-to-last axis (a box's rows) of one mode; every axis's modes after its outermost of constant
+// extents (the kernel splits an index over them); the last axis's innermost mode contiguous, and,
+// where that axis has several modes, its extent a multiple of `box_cols` (the kernel's box along
+// the last axis, elements) so that no box straddles two; the offset and every other stride a
+// multiple of 16 bytes (by the normal form, else by `prove`; what neither decides is a condition
+// on the run-time sizes, `when`). A unit mode's stride is immaterial: it is given one that is
+// aligned. Gives the layout so mended and, per axis, the extents of its modes after the outermost
+// (tile::InPlace::inner); else the first condition that fails, its dims printed with `names`.
+struct TmaRead {
+  StridedView layout;
+  std::vector<std::vector<std::int64_t>> inner;
+  std::vector<DimFact> when;
+};
+weft::Result<TmaRead, std::string> AdmitsTma(const StridedView& layout, std::int64_t element_bytes,
+                                             std::int64_t box_cols, const ProveFact& prove,
+                                             const SizeVarNames& names = {});
+
 }  // namespace weft::core

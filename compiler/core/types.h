@@ -214,13 +214,18 @@ struct RuntimeCheck {
 // variable, carried in the kernel's scheme beside its `where` clause, must be row-major at an
 // offset whose address is a multiple of `offset_bytes` (its tiles address rows from the
 // parameter's shape; TMA boxes, cp.async and 16-byte vectors need no more: core::AdmitsRow).
-// `weft check --layouts` prints it after the `where` facts: `'l1 row-major at 16 bytes`.
+// Where the kernel reads the parameter only through `shared` copies of its tiles (`tma`), which
+// sm_90a makes by TMA, there the layout may also be any that a TMA map covers (strided: a column
+// slice, permuted heads; core::AdmitsTma), read through a kernel instance that takes the map.
+// `weft check --layouts` prints it after the `where` facts: `'l1 row-major at 16 bytes` (`or a
+// TMA map on sm_90a`).
 struct LayoutPredicate {
   LayoutVarId var;      // the parameter's layout variable
   std::string param;    // the parameter's name
   std::size_t arg = 0;  // its position among the call's arguments (the kernel's inputs)
   std::int64_t offset_bytes = 16;
-  Span span;  // the parameter
+  Span span;         // the parameter
+  bool tma = false;  // read only through `shared` copies (check/tile_layouts.cpp)
 };
 
 // How a kernel call reads one argument: the predicate discharged (check/layouts.cpp), by the
@@ -239,6 +244,14 @@ struct KernelRead {
   std::string why;
   std::vector<DimFact> when;
   std::vector<Span> core;
+  // Where the row-major rule does not read it in place and the parameter admits a TMA map on
+  // sm_90a (LayoutPredicate::tma): whether one reads it there (core::AdmitsTma): kInPlace through a
+  // map of `tma_dims` dims, kRunTime where `tma_when` holds, kCopy (`tma_why`, its refuting `where`
+  // facts in `core` too); kDeferred where that rule does not apply.
+  Verdict tma = Verdict::kDeferred;
+  std::string tma_why;
+  std::vector<DimFact> tma_when;
+  std::size_t tma_dims = 0;
 };
 
 // A view of a layout that is not known yet (`transpose 'l` in a definition over its parameter's

@@ -161,6 +161,19 @@ class Fuser {
   // Whether `id` (elementwise work) may be computed inside `group`: at a shape that broadcasts to
   // the group's (so at most once per element the group computes; in a row kernel a row's shape is
   // computed once per row), never upstream of a group's product.
+  // Whether kernel call `call` reads its argument `view` through a parameter that admits a TMA map
+  // on sm_90a (core::LayoutPredicate::tma: the kernel reads it only through `shared` copies).
+  bool AdmitsMap(NodeId call, NodeId view) const {
+    const Node& c = Get(call);
+    if (!c.def) return false;
+    for (std::size_t k = 0; k < c.args.size(); ++k) {
+      if (c.args[k] != view) continue;
+      for (const core::LayoutPredicate& p : c.def->scheme.admits)
+        if (p.arg == k) return p.tma;
+    }
+    return false;
+  }
+
   bool Fits(std::int64_t index, NodeId id) const {
     const graph::Group& group = plan_.groups[static_cast<std::size_t>(index)];
     const Node& n = Get(id);
@@ -224,7 +237,11 @@ class Fuser {
         // here once (Group::dense_reads); one whose alignment only run-time sizes decide is also
         // copied, and the call launches the copy where the alignment fails (Group::copy_for), when
         // the call is the view's one reader.
+        // A call whose parameter admits a TMA map on sm_90a (core::LayoutPredicate::tma) reads a
+        // view that is not row-major through one (ReadInPlace, the checker's rule), where the
+        // target's kernels copy by TMA: the call's group reads it in place (Group::in_place).
         std::optional<weft::Result<DenseRead, std::string>> read;
+        std::optional<weft::Result<InPlaceRead, std::string>> map;
         std::vector<NodeId> readers;  // the calls that read it in place
         bool run_time = false;
         for (NodeId u : users_[id.index]) {
@@ -235,9 +252,23 @@ class Fuser {
             readers.push_back(u);
             continue;
           }
+          if (!map && !*read && options_.views_in_place && AdmitsMap(u, id))
+            map = ReadInPlace(g_, id, TmaBoxColumns(n.dtype));
+          const bool mapped = map && *map;
+          if (mapped && (*map)->when.empty()) {
+            readers.push_back(u);
+            continue;
+          }
           dense = true;
-          if (!*read) {
-            copy = reads + read->error();
+          const std::string no_map =
+              map && !*map && map->error() != read->error() ? "; and no TMA map on sm_90a: " + map->error() : "";
+          if (mapped && users_[id.index].size() == 1) {
+            readers.push_back(u);
+            run_time = true;
+            copy = reads + read->error() +
+                   "; a TMA map's alignment is known only at run time: read through it instead where it holds";
+          } else if (!*read) {
+            copy = reads + read->error() + no_map;
           } else if (users_[id.index].size() == 1) {
             readers.push_back(u);
             run_time = true;
@@ -251,7 +282,13 @@ class Fuser {
         // A view copied for another reader is read from the copy by the calls too (the data under
         // it need not live until them).
         if (!dense || run_time)
-          for (NodeId u : readers) plan_.groups[static_cast<std::size_t>(GroupOf(u))].dense_reads.push_back(**read);
+          for (NodeId u : readers) {
+            graph::Group& reader = plan_.groups[static_cast<std::size_t>(GroupOf(u))];
+            if (*read)
+              reader.dense_reads.push_back(**read);
+            else
+              reader.in_place.push_back(**map);
+          }
         if (dense) {
           std::int64_t g = NewGroup(GroupKind::Elementwise, id, n.shape);
           plan_.groups[static_cast<std::size_t>(g)].why = copy;

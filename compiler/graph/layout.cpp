@@ -177,8 +177,6 @@ weft::Result<StoredOut, std::string> StoreLayout(const Graph& graph, NodeId id, 
 
 namespace {
 
-using core::Alignment;
-
 // Facts proved by the solver under `facts` (the program's run-time checks made before a view is
 // read: the `where` facts of the definitions it calls, say `k % 8 == 0`); nothing without facts.
 core::ProveFact SolverProver(const std::vector<solver::Fact>& facts) {
@@ -194,22 +192,6 @@ core::ProveFact SolverProver(const std::vector<solver::Fact>& facts) {
         return std::nullopt;
     }
   };
-}
-
-Alignment Aligned16(const core::Dim& elements, std::int64_t element_bytes, const std::vector<solver::Fact>& facts,
-                    core::DimFact& fact) {
-  return core::Aligned16(elements, element_bytes, SolverProver(facts), fact);
-}
-
-// ` of 3 elements` for a constant; nothing for a dim over sizes (whose names the graph lacks).
-std::string Elements(const core::Dim& d) {
-  std::optional<std::int64_t> c = d.AsConstant();
-  return c ? " of " + std::to_string(*c) + " element" + (*c == 1 ? "" : "s") : std::string();
-}
-
-// ` is not` for a constant, ` is never` for a dim over sizes (the program's checks refute it).
-std::string IsNot(const core::Dim& d) {
-  return d.AsConstant() ? " is not" : " is never";
 }
 
 }  // namespace
@@ -252,70 +234,10 @@ weft::Result<DenseRead, std::string> ReadDense(const Graph& graph, NodeId id) {
 weft::Result<InPlaceRead, std::string> ReadInPlace(const Graph& graph, NodeId id, std::int64_t box_cols) {
   core::ViewResult layout = LayoutOf(graph, id);
   if (!layout) return "it has no strided layout (" + layout.error() + ")";
-  const NodeId root = DataUnder(graph, id);
-  const std::int64_t e = (weft::Bits(graph.Get(id).dtype) + 7) / 8;
-  InPlaceRead read{id, root, *layout, {}};
-  const std::vector<solver::Fact> facts = FactsBefore(graph, id);
-  std::vector<core::StridedAxis>& axes = read.layout.axes;
-  const std::size_t rank = axes.size();
-  if (rank < 2) return std::string("it is of rank ") + std::to_string(rank) + ", and a TMA map needs 2 or more";
-  const core::Dim aligned = core::Dim::Constant(16 / std::min<std::int64_t>(e, 16));
-  for (std::size_t a = 0; a < rank; ++a) {
-    std::vector<core::StridedMode>& modes = axes[a].modes;
-    if (a + 2 == rank && modes.size() != 1)
-      return "its axis " + std::to_string(a) + " (the box's rows) has " + std::to_string(modes.size()) +
-             " modes, and a box's rows must be one";
-    for (std::size_t m = 0; m < modes.size(); ++m) {
-      core::StridedMode& mode = modes[m];
-      const bool contiguous = a + 1 == rank && m + 1 == modes.size();
-      if (mode.extent == core::Dim::Constant(1)) mode.stride = contiguous ? core::Dim::Constant(1) : aligned;
-      if (contiguous) {
-        if (!(mode.stride == core::Dim::Constant(1)))
-          return "its last axis is not contiguous (stride " + core::ToString(mode.stride) + ")";
-        continue;
-      }
-      if (mode.stride.IsZero()) return "it repeats elements along axis " + std::to_string(a) + " (stride 0)";
-      core::DimFact fact;
-      switch (Aligned16(mode.stride, e, facts, fact)) {
-        case Alignment::kProved:
-          break;
-        case Alignment::kRefuted:
-          return "its axis " + std::to_string(a) + "'s stride" + Elements(mode.stride) + IsNot(mode.stride) +
-                 " a multiple of 16 bytes";
-        case Alignment::kRunTime:
-          read.when.push_back(fact);
-          break;
-      }
-    }
-  }
-  // Each axis's modes after its outermost: constants, so that the kernel splits an index over them.
-  std::size_t dims = 0;
-  read.inner.resize(rank);
-  for (std::size_t a = 0; a < rank; ++a) {
-    const std::vector<core::StridedMode>& modes = axes[a].modes;
-    dims += modes.size();
-    for (std::size_t m = 1; m < modes.size(); ++m) {
-      std::optional<std::int64_t> extent = modes[m].extent.AsConstant();
-      if (!extent) return "its axis " + std::to_string(a) + " has a mode whose extent is not a constant";
-      read.inner[a].push_back(*extent);
-    }
-  }
-  const std::vector<std::int64_t>& last = read.inner.back();
-  if (!last.empty() && last.back() % box_cols != 0)
-    return "its last axis's innermost mode of " + std::to_string(last.back()) +
-           " elements is not a multiple of the box's " + std::to_string(box_cols);
-  if (dims > 5) return "its map would have " + std::to_string(dims) + " dims, and TMA takes at most 5";
-  core::DimFact fact;
-  switch (Aligned16(read.layout.offset, e, facts, fact)) {
-    case Alignment::kProved:
-      break;
-    case Alignment::kRefuted:
-      return "its offset" + Elements(read.layout.offset) + IsNot(read.layout.offset) + " a multiple of 16 bytes";
-    case Alignment::kRunTime:
-      read.when.push_back(fact);
-      break;
-  }
-  return read;
+  weft::Result<core::TmaRead, std::string> read = core::AdmitsTma(*layout, (weft::Bits(graph.Get(id).dtype) + 7) / 8,
+                                                                  box_cols, SolverProver(FactsBefore(graph, id)));
+  if (!read) return read.error();
+  return InPlaceRead{id, DataUnder(graph, id), std::move(read->layout), std::move(read->inner), std::move(read->when)};
 }
 
 }  // namespace weft::graph

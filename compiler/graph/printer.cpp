@@ -346,6 +346,18 @@ class Printer {
     return out.str();
   }
 
+  // `%7 in place through a 2-D TMA map (sm_90a): (256, 64):(192, 1) of %1`, with its run-time
+  // conditions as DenseReadText's.
+  std::string MapReadText(const InPlaceRead& read) {
+    std::string text = Ref(read.view) + " in place through a " + std::to_string(MapDims(read)) +
+                       "-D TMA map (sm_90a): " + Layout(read.view) + " of " + Ref(read.root);
+    for (std::size_t f = 0; f < read.when.size(); ++f)
+      text += (f == 0 ? " where " : " and ") + types_.Print(read.when[f].lhs) + " " +
+              std::string(core::Spelling(read.when[f].relation)) + " " + types_.Print(read.when[f].rhs);
+    if (!read.when.empty()) text += " at run time; else the copy " + Where(read.view);
+    return text;
+  }
+
   // `%7 in place: (256, 128):(128, 1) + 32768 of %1 where n % 8 == 0 at run time; else the copy k3`.
   std::string DenseReadText(const DenseRead& read) {
     std::string text = Ref(read.view) + " in place: " + Layout(read.view) + " of " + Ref(read.root);
@@ -370,9 +382,13 @@ class Printer {
           out << "  " << Where(call) << " `" << g_.Get(call).text << "` reads ";
           const DenseRead* read = nullptr;
           for (const DenseRead& r : group.dense_reads) read = r.view == a ? &r : read;
+          const InPlaceRead* map = nullptr;
+          for (const InPlaceRead& r : group.in_place) map = r.view == a ? &r : map;
           const std::int64_t copy = plan_.group_of[a.index];
           if (read) {
             out << DenseReadText(*read);
+          } else if (map) {
+            out << MapReadText(*map);
           } else if (copy >= 0) {
             out << Ref(a) << " " << Layout(a) << " copied by " << Where(a) << ": "
                 << plan_.groups[static_cast<std::size_t>(copy)].why;

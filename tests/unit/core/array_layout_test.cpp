@@ -168,5 +168,54 @@ TEST_CASE("AdmitsRow admits exactly the sizes that align the offset", "[array_la
   }
 }
 
+// AdmitsTma's contract (what a parameter read only through `shared` copies admits on sm_90a, and
+// what the stdlib kernels' in-place reads take): where it admits a column slice of a [4, pitch]
+// tensor with no condition, every size makes the row stride and the offset multiples of 16 bytes;
+// under a condition (`when`, checked at run time), the conditions hold for exactly the sizes that
+// do; where it refuses one, no size does. Over slices at several columns of [4, n], [4, 2n + 1],
+// [4, 8n] and [4, 72] tensors of 1-, 2- and 4-byte elements, at n = 0..63. A transpose is refused
+// (its last axis is not contiguous), and rows of permuted heads are a 3-D map.
+TEST_CASE("AdmitsTma admits exactly the sizes that align strides and offset", "[array_layout]") {
+  const Dim n = Dim::Var(kN);
+  const Dim odd = *Add(*Mul(C(2), n), C(1));
+  for (const Dim& pitch : {n, odd, *Mul(C(8), n), C(72)}) {
+    const StridedView rows = *RowMajor({C(4), pitch});
+    for (const Dim& lo : {C(0), C(1), C(4), C(8)}) {
+      const StridedView slice = *Slice(rows, 1, lo, *Add(lo, C(8)));
+      for (std::int64_t bytes : {1, 2, 4}) {
+        CAPTURE(ToString(slice, Name), bytes);
+        weft::Result<TmaRead, std::string> read = AdmitsTma(slice, bytes, 128 / bytes, {}, Name);
+        for (std::int64_t value = 0; value < 64; ++value) {
+          auto at = [&](const Dim& d) { return *Evaluate(d, [&](SizeVarId) { return value; }); };
+          const bool aligned = at(slice.offset) * bytes % 16 == 0 && at(pitch) * bytes % 16 == 0;
+          if (!read) {
+            CHECK_FALSE(aligned);
+          } else {
+            bool holds = true;
+            for (const DimFact& fact : read->when) {
+              CHECK(fact.relation == RelOp::kEq);
+              holds = holds && at(fact.lhs) == at(fact.rhs);
+            }
+            CHECK(holds == aligned);
+          }
+        }
+      }
+    }
+    weft::Result<TmaRead, std::string> transposed = AdmitsTma(*Transpose(rows), 2, 64, {}, Name);
+    REQUIRE_FALSE(transposed);
+    CHECK(transposed.error().find("not contiguous") != std::string::npos);
+  }
+  // Rows of heads [2, 128, 64] permuted to [128, 2, 64] and merged: ((128), (2, 64)):((64), (8192, 1)).
+  const StridedView heads = *RowMajor({C(2), C(128), C(64)});
+  ViewResult merged = Reshape(*Permute(heads, {1, 0, 2}), {C(128), C(128)});
+  REQUIRE(merged);
+  weft::Result<TmaRead, std::string> read = AdmitsTma(*merged, 2, 64, {}, Name);
+  REQUIRE(read);
+  CHECK(read->when.empty());
+  CHECK(read->inner == std::vector<std::vector<std::int64_t>>{{}, {64}});
+  // A box wider than the heads' 64 columns would straddle two heads.
+  CHECK_FALSE(AdmitsTma(*merged, 2, 128, {}, Name));
+}
+
 }  // namespace
 }  // namespace weft::core
