@@ -135,6 +135,9 @@ class Checker {
   // ---- checker.cpp ----
   void CheckDef(const syntax::Decl& decl, const syntax::Def& def, std::vector<CheckedDef>* own);
   void CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own);
+  // ---- kernel.cpp: a kernel is checked as one instance, or one per choice of its `tiles` ----
+  CheckedDef CheckKernelInstance(const syntax::Decl& decl, const syntax::KernelDecl& kernel);
+  CheckedDef CheckTiledKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel);
   void Import(const syntax::Decl& decl, const syntax::Import& import);
   TypeRef Instantiate(const Scheme& scheme, Span call, const std::string& name);
   // A `where` clause's text with its size names replaced by the dims a call gave them.

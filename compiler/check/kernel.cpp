@@ -66,6 +66,114 @@ std::optional<Placement> Checker::PlacementOf(syntax::TypeId id) {
 }
 
 void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel, std::vector<CheckedDef>* own) {
+  CheckedDef checked = kernel.tiles.empty() ? CheckKernelInstance(decl, kernel) : CheckTiledKernel(decl, kernel);
+  Binding binding;
+  binding.scheme = checked.scheme;
+  Define(kernel.name.text, kernel.name.span, std::move(binding));
+  if (own) own->push_back(std::move(checked));
+}
+
+// A kernel with a `tiles` clause (docs/kernels.md, "Tile sizes the compiler chooses"):
+//  1. the instances are every combination of the candidates, the first size varying slowest;
+//  2. each is checked as a kernel of its own, in a copy of the file's nodes where each use of a
+//     tile size's name in the grid, the thread count and the body is its candidate (an integer
+//     literal, or a dim in a type), so that everything after the checker sees constant tiles; the
+//     `where` clause is not substituted: callers' obligations never depend on the tile chosen;
+//  3. an instance with errors stops the checking, its errors noting the instance;
+//  4. the kernel's definition is instance 0, holding every instance (core::KernelInfo::instances).
+CheckedDef Checker::CheckTiledKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel) {
+  std::vector<std::vector<std::int64_t>> combos = {{}};
+  for (const syntax::TileSize& size : kernel.tiles) {
+    std::vector<std::vector<std::int64_t>> next;
+    for (const auto& combo : combos) {
+      for (std::int64_t c : size.candidates) {
+        next.push_back(combo);
+        next.back().push_back(c);
+      }
+    }
+    combos = std::move(next);
+  }
+  if (combos.empty()) return CheckKernelInstance(decl, kernel);  // a size without candidates (E0111)
+  auto size_of = [&](std::string_view name) -> std::optional<std::size_t> {
+    for (std::size_t k = 0; k < kernel.tiles.size(); ++k)
+      if (kernel.tiles[k].name.text == name) return k;
+    return std::nullopt;
+  };
+  const Span grid = ast_->Get(kernel.grid).span, body = ast_->Get(kernel.body).span;
+  auto inside = [&](Span span) { return span.file == grid.file && span.begin >= grid.begin && span.end <= body.end; };
+  syntax::Ast copy = *ast_;
+  std::vector<std::pair<syntax::ExprId, std::size_t>> expr_uses;
+  std::vector<std::pair<syntax::DimId, std::size_t>> dim_uses;
+  for (std::uint32_t i = 0; i < copy.expr_count(); ++i) {
+    const syntax::Expr& e = copy.Get(syntax::ExprId(i));
+    if (const auto* var = std::get_if<syntax::expr::Var>(&e.node); var && inside(e.span))
+      if (auto k = size_of(var->name)) expr_uses.emplace_back(syntax::ExprId(i), *k);
+  }
+  for (std::uint32_t i = 0; i < copy.dims().size(); ++i) {
+    const syntax::Dim& d = copy.dims()[i];
+    if (const auto* var = std::get_if<syntax::dim::Var>(&d.node); var && inside(d.span))
+      if (auto k = size_of(var->name)) dim_uses.emplace_back(syntax::DimId(i), *k);
+  }
+  // A tile size is a constant of the body: a binding of its name there is refused, not shadowed.
+  for (std::uint32_t i = 0; i < copy.pattern_count(); ++i) {
+    const syntax::Pattern& p = copy.Get(syntax::PatternId(i));
+    if (const auto* name = std::get_if<syntax::pattern::Name>(&p.node); name && inside(p.span)) {
+      if (auto k = size_of(name->name)) {
+        Diagnostic& error = diagnostics_.Emit(DiagnosticKind::DuplicateSizeBinder, p.span, name->name);
+        error.notes.push_back(MakeNote(DiagnosticKind::NoteFirstBinding, kernel.tiles[*k].name.span, name->name));
+      }
+    }
+  }
+  std::vector<core::TileSize> sizes;
+  for (const syntax::TileSize& size : kernel.tiles) sizes.push_back(core::TileSize{size.name.text, size.candidates});
+  const syntax::Ast* file = std::exchange(ast_, &copy);
+  std::vector<core::Def> instances;
+  std::optional<CheckedDef> first;
+  bool ok = true;
+  for (const std::vector<std::int64_t>& combo : combos) {
+    for (auto [id, k] : expr_uses) copy.Mutable(id).node = syntax::expr::IntLit{static_cast<std::uint64_t>(combo[k])};
+    for (auto [id, k] : dim_uses) copy.Mutable(id).node = syntax::dim::Int{combo[k]};
+    std::size_t before = diagnostics_.all().size();
+    CheckedDef checked = CheckKernelInstance(decl, kernel);
+    core::Def def = std::move(module_.defs().back());
+    module_.defs().pop_back();
+    std::string text, suffix;
+    for (std::size_t k = 0; k < combo.size(); ++k) {
+      text += (k ? ", " : "") + kernel.tiles[k].name.text + " = " + std::to_string(combo[k]);
+      suffix += "_" + kernel.tiles[k].name.text + std::to_string(combo[k]);
+    }
+    if (diagnostics_.all().size() > before) {
+      // The instance's errors name it: at its candidate when there is one size, else at the clause.
+      Span at = kernel.tiles.front().span.To(kernel.tiles.back().span);
+      if (kernel.tiles.size() == 1) {
+        const syntax::TileSize& size = kernel.tiles.front();
+        auto c = std::find(size.candidates.begin(), size.candidates.end(), combo.front()) - size.candidates.begin();
+        at = size.candidate_spans[static_cast<std::size_t>(c)];
+      }
+      for (std::size_t i = before; i < diagnostics_.all().size(); ++i)
+        if (Info(diagnostics_.all()[i].kind).severity == Severity::Error)
+          diagnostics_.at(i).notes.push_back(MakeNote(DiagnosticKind::NoteTileInstance, at, text, kernel.name.text));
+    }
+    ok = ok && checked.ok;
+    def.name += suffix;
+    def.kernel->tile_sizes = sizes;
+    def.kernel->tile_values = combo;
+    instances.push_back(std::move(def));
+    if (!first) first = std::move(checked);
+    if (!ok) break;
+  }
+  ast_ = file;
+  core::Def def = instances.front();
+  def.name = kernel.name.text;
+  def.ok = ok;
+  if (!ok) def.body = core::ExprId();
+  def.kernel->instances = std::move(instances);
+  module_.defs().push_back(std::move(def));
+  first->ok = ok;
+  return std::move(*first);
+}
+
+CheckedDef Checker::CheckKernelInstance(const syntax::Decl& decl, const syntax::KernelDecl& kernel) {
   current_ = kernel.name.text;
   in_main_ = false;
   facts_.clear();
@@ -205,10 +313,7 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
   checked.ok = checked.ok && diagnostics_.error_count() == errors_before;
   ElaborateKernel(kernel, checked, context);
   InferTileLayouts(checked);
-  Binding binding;
-  binding.scheme = checked.scheme;
-  Define(kernel.name.text, kernel.name.span, std::move(binding));
-  if (own) own->push_back(std::move(checked));
+  return checked;
 }
 
 TypeRef Checker::InferKernelOpValue(const std::string& name, const syntax::Expr& e) {

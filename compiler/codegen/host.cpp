@@ -36,6 +36,7 @@
 
 #include "codegen/array.h"
 #include "codegen/dims.h"
+#include "codegen/instance.h"
 #include "codegen/random.h"
 #include "core/type_printer.h"
 #include "graph/epilogue.h"
@@ -147,6 +148,10 @@ class Lowering {
   std::size_t CallInstance(const core::Def& def, const std::vector<const graph::InPlaceRead*>& maps);
   // A kernel's descriptor and tile IR (lowered once per kernel the program launches).
   std::size_t UseKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def);
+  // The instance of a kernel with a `tiles` clause that `call` launches (codegen/instance.h), chosen
+  // at the call's constant sizes; `def` itself without one.
+  const core::Def& InstanceOf(const core::Def& def, const graph::Node& call);
+  std::map<std::pair<const core::Def*, std::map<std::string, std::int64_t>>, std::size_t> instances_;
   // An epilogue kernel's descriptor (the driver built its tile IR: HostOptions::epilogues).
   std::size_t UseEpilogue(const tile::Kernel& kernel);
   std::size_t AddKernel(tile::Kernel kernel);
@@ -533,7 +538,7 @@ void Lowering::LowerCall(const graph::Group& group) {
     if (g_.Get(id).kind == graph::Kind::KernelOut) outs.push_back(id);
   }
   const graph::Node& call = g_.Get(call_id);
-  const core::Def& def = *call.def;
+  const core::Def& def = InstanceOf(*call.def, call);
   const Span span = call.span;
   // Views the kernel reads through TMA maps (graph::Group::in_place, sm_90a): per input, its read
   // or null, and the kernel's instance that takes those maps; `dense_maps`, those of the branch
@@ -781,6 +786,33 @@ std::size_t Lowering::UseKernel(const core::Module& module, const core::VarStore
     AddKernel(std::move(*lowered));
   }
   return it->second;
+}
+
+const core::Def& Lowering::InstanceOf(const core::Def& def, const graph::Node& call) {
+  if (!def.kernel || def.kernel->instances.empty()) return def;
+  // The sizes the inputs' constant extents give, by name; the others are the cost model's default.
+  std::map<std::string, std::int64_t> sizes;
+  std::size_t next = 0;
+  for (std::size_t p = 0; p < def.params.size() && p < def.kernel->out.size(); ++p) {
+    if (def.kernel->out[p]) continue;
+    if (next >= call.args.size()) break;
+    const graph::Node& arg = g_.Get(call.args[next++]);
+    core::TypeRef type = vars_.Resolve(module_.Get(def.params[p]).type);
+    const auto* tensor = std::get_if<core::TensorType>(&type->node);
+    if (!tensor) continue;
+    core::Shape shape = vars_.Resolve(tensor->shape);
+    for (std::size_t a = 0; a < shape.before.size() && a < arg.shape.size(); ++a) {
+      std::optional<SizeVarId> var = shape.before[a].AsVar();
+      std::optional<std::int64_t> value = arg.shape[a].AsConstant();
+      if (var && value) sizes[vars_.info(*var).name] = *value;
+    }
+  }
+  auto [it, fresh] = instances_.try_emplace({&def, sizes}, 0);
+  if (fresh) {
+    std::optional<TileChoice> choice = ChooseTiles(module_, vars_, def, options_.target, sizes);
+    it->second = choice ? choice->index : 0;  // none builds: the first one's errors say why
+  }
+  return def.kernel->instances[it->second];
 }
 
 std::size_t Lowering::UseEpilogue(const tile::Kernel& kernel) {

@@ -160,6 +160,15 @@ struct Pattern {
 // effects are its `store`s. The kernel-only operations are built-ins: `block_idx`, `tile`,
 // `shared`, `regs`, `convert`, `mma`, `store` (`tile x [t..] (c..)` is Apply(tile, [x, ShapeArg,
 // coords]), coords a Tuple of i64 expressions or one i64 expression).
+struct Def;
+
+// A size of a kernel's body the compiler chooses (`tiles bm in [64, 128]`; docs/kernels.md, "Tile
+// sizes the compiler chooses").
+struct TileSize {
+  std::string name;
+  std::vector<std::int64_t> candidates;
+};
+
 struct KernelInfo {
   std::vector<bool> out;                               // per parameter: an `out` parameter
   std::vector<std::optional<Placement>> param_spaces;  // per parameter: `@global` and a layout, if written
@@ -168,6 +177,14 @@ struct KernelInfo {
   // Its tiles' layout variables and the constraints between them (check/tile_layouts.cpp); empty
   // until the checker's tile layout stage runs, and when the body had errors.
   TileLayouts tiles;
+  // A kernel with a `tiles` clause: its sizes, and this definition's value of each (its instance's).
+  std::vector<TileSize> tile_sizes;
+  std::vector<std::int64_t> tile_values;
+  // The kernel as written, with a `tiles` clause: each combination of the candidates checked with
+  // them substituted for the names (`gemm_bm64_bn128`, the first size varying slowest), every one
+  // of them checked. The definition itself is instance 0 (the interpreter runs it: every instance
+  // computes the same values); the compiler builds the one it chooses (codegen/instance.h).
+  std::vector<Def> instances;
 };
 
 // A top-level definition (`def` or `kernel`).

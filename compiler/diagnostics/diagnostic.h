@@ -83,6 +83,8 @@ class Diagnostics {
   const std::vector<Diagnostic>& all() const { return list_; }
   // The most recent diagnostic, to add notes to. @pre !all().empty()
   Diagnostic& last() { return list_.back(); }
+  // The diagnostic emitted `index`-th, to add notes to. @pre index < all().size()
+  Diagnostic& at(std::size_t index) { return list_[index]; }
   int error_count() const { return errors_; }
   bool has_errors() const { return errors_ > 0; }
 

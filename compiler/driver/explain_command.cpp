@@ -69,7 +69,12 @@ int ForEachKernel(const Options& options, std::ostream& err, KernelPhase last, c
     if (!tile::IsKernel(def) || def.span.file != file) continue;
     if (!options.kernel.empty() && def.name != options.kernel) continue;
     ++kernels;
-    KernelPath path = CompileKernel(checked.module, checked.vars, def, *target, sources, last, diagnostics);
+    // The cost model's sizes by name (`--size m=256`), for the choice of a `tiles` clause.
+    std::map<std::string, std::int64_t> sizes;
+    for (const std::string& text : options.sizes)
+      if (std::size_t eq = text.find('='); eq != std::string::npos)
+        sizes[text.substr(0, eq)] = std::strtoll(text.c_str() + eq + 1, nullptr, 10);
+    KernelPath path = CompileKernel(checked.module, checked.vars, def, *target, sources, last, diagnostics, sizes);
     bool reached = last == KernelPhase::Tile       ? path.kernel.has_value()
                    : last == KernelPhase::Plan     ? path.plan.has_value()
                    : last == KernelPhase::Schedule ? path.schedule.has_value()
@@ -117,7 +122,7 @@ int RunExplain(const Options& options, std::ostream& out, std::ostream& err) {
           }
         }
         if (index > 1) out << "\n";
-        out << ExplainKernel(kernel, plan, explain);
+        out << path.tiles << ExplainKernel(kernel, plan, explain);
         explained = true;
       },
       [&](const core::Module& module, const core::VarStore& vars, const core::Def& main, const SourceManager& sources,

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "codegen/instance.h"
 #include "synth/synthesize.h"
 #include "tile/lower.h"
 
@@ -19,12 +20,21 @@ bool Failed(const Result<T, std::vector<Diagnostic>>& result, Diagnostics& diagn
 }  // namespace
 
 KernelPath CompileKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def,
-                         synth::Target target, const SourceManager& sources, KernelPhase last,
-                         Diagnostics& diagnostics) {
-  auto kernel = tile::Lower(module, vars, def);
+                         synth::Target target, const SourceManager& sources, KernelPhase last, Diagnostics& diagnostics,
+                         const std::map<std::string, std::int64_t>& sizes) {
+  const core::Def* instance = &def;
+  std::string tiles;
+  if (def.kernel && !def.kernel->instances.empty() && last != KernelPhase::Tile) {
+    std::optional<codegen::TileChoice> choice = codegen::ChooseTiles(module, vars, def, target, sizes);
+    instance = &def.kernel->instances[choice ? choice->index : 0];  // none builds: the first says why
+    if (choice) tiles = codegen::Print(def, *choice);
+  }
+  auto kernel = tile::Lower(module, vars, *instance);
   if (Failed(kernel, diagnostics)) return {};
-  if (last == KernelPhase::Tile) return KernelPath{std::move(*kernel), {}, {}, {}};
-  return CompileKernel(std::move(*kernel), target, sources, last, diagnostics);
+  if (last == KernelPhase::Tile) return KernelPath{std::move(*kernel), {}, {}, {}, {}};
+  KernelPath path = CompileKernel(std::move(*kernel), target, sources, last, diagnostics);
+  path.tiles = std::move(tiles);
+  return path;
 }
 
 KernelPath CompileKernel(tile::Kernel kernel, synth::Target target, const SourceManager& sources, KernelPhase last,

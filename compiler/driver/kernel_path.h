@@ -7,7 +7,10 @@
 // (docs/architecture.md, "The driver's recipe").
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "base/source.h"
 #include "codegen/device.h"
@@ -28,12 +31,17 @@ struct KernelPath {
   std::optional<synth::Plan> plan;
   std::optional<schedule::Schedule> schedule;
   std::optional<codegen::DeviceKernel> device;
+  // A kernel with a `tiles` clause: the instance chosen for the target (codegen/instance.h), as
+  // `weft explain` prints it; the later members are that instance's.
+  std::string tiles;
 };
 
-// From a checked kernel's definition.
+// From a checked kernel's definition; one with a `tiles` clause builds the instance chosen for the
+// target at `sizes` (by name; the cost model's default for those not given), except for the tile IR
+// alone, which is instance 0's.
 KernelPath CompileKernel(const core::Module& module, const core::VarStore& vars, const core::Def& def,
-                         synth::Target target, const SourceManager& sources, KernelPhase last,
-                         Diagnostics& diagnostics);
+                         synth::Target target, const SourceManager& sources, KernelPhase last, Diagnostics& diagnostics,
+                         const std::map<std::string, std::int64_t>& sizes = {});
 // From a kernel already in the tile IR (a program's stdlib and epilogue kernels, or one lowered
 // before: `weft simulate` lowers, reads the call's sizes, then plans).
 KernelPath CompileKernel(tile::Kernel kernel, synth::Target target, const SourceManager& sources, KernelPhase last,

@@ -293,10 +293,20 @@ struct Def {
   ExprId body;
 };
 
+// `tiles bm in [64, 128]`: a size of a kernel's body the compiler chooses, per instance and target,
+// from its candidates (docs/kernels.md, "Tile sizes the compiler chooses").
+struct TileSize {
+  Name name;
+  std::vector<std::int64_t> candidates;
+  std::vector<Span> candidate_spans;
+  Span span;
+};
+
 struct KernelDecl {
   Name name;
   std::vector<Param> params;
   std::vector<WhereItem> where;
+  std::vector<TileSize> tiles;  // the `tiles` clause, empty without one
   ExprId grid;
   ExprId threads;
   ExprId body;
@@ -332,6 +342,12 @@ class Ast {
   const Dim& Get(DimId id) const { return dims_[id.index]; }
   const Pattern& Get(PatternId id) const { return patterns_[id.index]; }
   const Layout& Get(LayoutId id) const { return layouts_[id.index]; }
+  // For the checker's instances of a kernel with a `tiles` clause, which substitute each tile size's
+  // candidate for its name in a copy of the file's nodes (check/kernel.cpp).
+  Expr& Mutable(ExprId id) { return exprs_[id.index]; }
+  Dim& Mutable(DimId id) { return dims_[id.index]; }
+  std::size_t expr_count() const { return exprs_.size(); }
+  std::size_t pattern_count() const { return patterns_.size(); }
 
   // Every dim and type of the file, nested ones too, in the order they were parsed (the language
   // server finds size names in them by span).

@@ -50,7 +50,13 @@ class Dumper {
                      ")";
             },
             [&](const KernelDecl& k) {
-              return "(kernel " + k.name.text + " " + Params(k.params) + " " + Where(k.where) + " (grid " +
+              std::string tiles;
+              for (const TileSize& t : k.tiles) {
+                tiles += " (tiles " + t.name.text;
+                for (std::int64_t c : t.candidates) tiles += " " + std::to_string(c);
+                tiles += ")";
+              }
+              return "(kernel " + k.name.text + " " + Params(k.params) + " " + Where(k.where) + tiles + " (grid " +
                      Form(k.grid) + ") (threads " + Form(k.threads) + ") " + Form(k.body) + ")";
             },
             [&](const Import& i) { return "(import " + std::string(i.is_path ? "path " : "module ") + i.target + ")"; },

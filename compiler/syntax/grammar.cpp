@@ -16,7 +16,9 @@
 
 #include <boost/spirit/home/x3.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -519,7 +521,11 @@ x3::rule<class def_eq_id> const def_eq = "a parameter, `:`, `where` or `=`";
 x3::rule<class def_tail_id, std::vector<WhereItem>> const def_tail = "a parameter, `:`, `where` or `=`";
 x3::rule<class where_eq_id> const where_eq =
     "`,` and another condition, or `=` (a class constrains an element type: `'t : num`)";
-x3::rule<class kernel_grid_id> const kernel_grid = "a parameter, `where` or `grid`";
+x3::rule<class kernel_grid_id> const kernel_grid = "a parameter, `where`, `tiles` or `grid`";
+x3::rule<class tile_sizes_id, std::vector<TileSize>> const tile_sizes = "a tile size, as in `bm in [64, 128]`";
+x3::rule<class tile_size_id, TileSize> const tile_size = "a tile size, as in `bm in [64, 128]`";
+x3::rule<class tile_in_id> const tile_in = "`in` and the candidates after the tile size's name";
+x3::rule<class tile_candidates_id, ExprId> const tile_candidates = "the candidates in `[...]`, as in `[64, 128]`";
 x3::rule<class kernel_threads_id> const kernel_threads = "`threads` after the kernel's grid";
 x3::rule<class kernel_eq_id> const kernel_eq = "`=` before the kernel's body";
 x3::rule<class import_target_id, Iterator> const import_target = "a module name or a quoted path";
@@ -1048,15 +1054,85 @@ const auto make_def = [](auto& c) {
   def.body = fusion::at_c<5>(a);
   B(c).ast.decls().push_back(Decl{SpanOf(c), std::move(def)});
 };
+// `bm in [64, 128]`: the candidates are positive integer literals, at least one.
+const auto make_tile_size = [](auto& c) {
+  auto& a = x3::_attr(c);
+  TileSize size;
+  size.name = NameOf(fusion::at_c<0>(a));
+  size.span = SpanOf(c);
+  Ast& ast = B(c).ast;
+  const Expr& list = ast.Get(fusion::at_c<1>(a));
+  const auto& elements = std::get<expr::List>(list.node).elements;
+  if (elements.empty())
+    B(c).diagnostics.Emit(DiagnosticKind::BadTileSize, list.span, size.name.text, "has no candidates");
+  for (ExprId element : elements) {
+    const Expr& e = ast.Get(element);
+    const auto* lit = std::get_if<expr::IntLit>(&e.node);
+    if (!lit || lit->value == 0 || lit->value > (1u << 30)) {
+      B(c).diagnostics.Emit(DiagnosticKind::BadTileSize, e.span, size.name.text,
+                            "takes positive integer literals up to 2^30 as candidates");
+      continue;
+    }
+    auto value = static_cast<std::int64_t>(lit->value);
+    if (std::find(size.candidates.begin(), size.candidates.end(), value) != size.candidates.end()) {
+      B(c).diagnostics.Emit(DiagnosticKind::BadTileSize, e.span, size.name.text,
+                            "lists the candidate " + std::to_string(value) + " twice");
+      continue;
+    }
+    size.candidates.push_back(value);
+    size.candidate_spans.push_back(e.span);
+  }
+  x3::_val(c) = std::move(size);
+};
+
+// The sizes a kernel's parameters' types name, each with its first place.
+void ParamSizes(const Ast& ast, TypeId type, std::vector<Name>& out) {
+  const auto* tensor = std::get_if<type::Tensor>(&ast.Get(type).node);
+  if (!tensor) return;
+  std::function<void(DimId)> walk = [&](DimId id) {
+    const Dim& d = ast.Get(id);
+    if (const auto* var = std::get_if<dim::Var>(&d.node)) {
+      out.push_back(Name{var->name, d.span});
+    } else if (const auto* binary = std::get_if<dim::Binary>(&d.node)) {
+      walk(binary->lhs);
+      walk(binary->rhs);
+    }
+  };
+  for (const ShapeItem& item : tensor->shape)
+    if (item.dim.valid()) walk(item.dim);
+}
+
+// A tile size's name is bound once: not twice in the clause, nor as a size of the parameters (a
+// caller's size: the compiler cannot choose it).
+template <typename Context>
+void CheckTileNames(const Context& context, const std::vector<Param>& params, const std::vector<TileSize>& tiles) {
+  Ast& ast = B(context).ast;
+  std::vector<Name> bound;
+  for (const Param& param : params)
+    if (const auto* typed = std::get_if<pattern::Typed>(&ast.Get(param.pattern).node))
+      ParamSizes(ast, typed->type, bound);
+  for (const TileSize& size : tiles) {
+    auto first = std::find_if(bound.begin(), bound.end(), [&](const Name& n) { return n.text == size.name.text; });
+    if (first != bound.end()) {
+      Diagnostic& error =
+          B(context).diagnostics.Emit(DiagnosticKind::DuplicateSizeBinder, size.name.span, size.name.text);
+      error.notes.push_back(MakeNote(DiagnosticKind::NoteFirstBinding, first->span, first->text));
+    }
+    bound.push_back(size.name);
+  }
+}
+
 const auto make_kernel = [](auto& c) {
   auto& a = x3::_attr(c);
   KernelDecl kernel;
   kernel.name = NameOf(fusion::at_c<0>(a));
   kernel.params = fusion::at_c<1>(a);
   kernel.where = Flatten(fusion::at_c<2>(a));
-  kernel.grid = fusion::at_c<3>(a);
-  kernel.threads = fusion::at_c<4>(a);
-  kernel.body = fusion::at_c<5>(a);
+  kernel.tiles = Flatten(fusion::at_c<3>(a));
+  CheckTileNames(c, kernel.params, kernel.tiles);
+  kernel.grid = fusion::at_c<4>(a);
+  kernel.threads = fusion::at_c<5>(a);
+  kernel.body = fusion::at_c<6>(a);
   B(c).ast.decls().push_back(Decl{SpanOf(c), std::move(kernel)});
 };
 const auto make_import = [](auto& c) {
@@ -1079,8 +1155,13 @@ auto const def_name_def = tk(TK::Identifier);
 auto const def_eq_def = kw(TK::Equal);
 auto const where_eq_def = kw(TK::Equal);
 auto const def_tail_def = (kw(TK::Where) > where_items > where_eq) | def_eq;
-auto const kernel_decl_def = spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) >
-                                      kernel_grid > expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
+auto const kernel_decl_def =
+    spanned[(kw(TK::Kernel) > kernel_name > *param > -(kw(TK::Where) > where_items) > -(kw(TK::Tiles) > tile_sizes) >
+             kernel_grid > expr > kernel_threads > expr > kernel_eq > expr)[make_kernel]];
+auto const tile_sizes_def = tile_size > *(kw(TK::Comma) > tile_size);
+auto const tile_size_def = spanned[(tk(TK::Identifier) > tile_in > tile_candidates)[make_tile_size]];
+auto const tile_in_def = kw(TK::In);
+auto const tile_candidates_def = list;
 auto const kernel_name_def = tk(TK::Identifier);
 auto const kernel_grid_def = kw(TK::Grid);
 auto const kernel_threads_def = kw(TK::Threads);
@@ -1117,7 +1198,7 @@ BOOST_SPIRIT_DEFINE(layout_expr, layout_unit, compose_word, layout_int, swizzle,
                     layout_call, layout_args, tiler, layout_term, layout_primary, int_tree, int_tree_list)
 BOOST_SPIRIT_DEFINE(where_item, where_items, class_name, size_binders, size_binder, where_eq, def_tail, def_decl,
                     def_name, def_eq, kernel_decl, kernel_name, kernel_grid, kernel_threads, kernel_eq, import_decl,
-                    import_target, decl)
+                    import_target, decl, tile_sizes, tile_size, tile_in, tile_candidates)
 BOOST_SPIRIT_DEFINE(in_let, eq_let, then_if, else_if, arrow_fn, eq_loop, for_loop, less_counter, do_loop, with_pipeline,
                     eq_pipeline, do_pipeline, close_paren, close_bracket)
 

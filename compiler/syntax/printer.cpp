@@ -67,28 +67,33 @@ class Printer {
   }
 
   std::string DeclText(const Decl& decl) {
-    return std::visit(Overloaded{
-                          [&](const Def& def) {
-                            std::string out = "def " + def.name.text;
-                            if (!def.size_binders.empty()) {
-                              out += " [" + Join(def.size_binders, ", ", [](const Name& n) { return n.text; }) + "]";
-                            }
-                            out += Params(def.params);
-                            if (def.result) out += " : " + TypeText(def.result);
-                            out += Where(def.where);
-                            return out + " =\n  " + Indented(def.body);
-                          },
-                          [&](const KernelDecl& kernel) {
-                            std::string out =
-                                "kernel " + kernel.name.text + Params(kernel.params) + Where(kernel.where);
-                            out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
-                            return out + " =\n  " + Indented(kernel.body);
-                          },
-                          [&](const Import& import) {
-                            return "import " + (import.is_path ? QuoteString(import.target) : import.target);
-                          },
-                      },
-                      decl.node);
+    return std::visit(
+        Overloaded{
+            [&](const Def& def) {
+              std::string out = "def " + def.name.text;
+              if (!def.size_binders.empty()) {
+                out += " [" + Join(def.size_binders, ", ", [](const Name& n) { return n.text; }) + "]";
+              }
+              out += Params(def.params);
+              if (def.result) out += " : " + TypeText(def.result);
+              out += Where(def.where);
+              return out + " =\n  " + Indented(def.body);
+            },
+            [&](const KernelDecl& kernel) {
+              std::string out = "kernel " + kernel.name.text + Params(kernel.params) + Where(kernel.where);
+              if (!kernel.tiles.empty())
+                out += "\n    tiles " + Join(kernel.tiles, ", ", [](const TileSize& t) {
+                         return t.name.text + " in [" +
+                                Join(t.candidates, ", ", [](std::int64_t c) { return std::to_string(c); }) + "]";
+                       });
+              out += "\n    grid " + ExprText(kernel.grid, 1) + " threads " + ExprText(kernel.threads, 1);
+              return out + " =\n  " + Indented(kernel.body);
+            },
+            [&](const Import& import) {
+              return "import " + (import.is_path ? QuoteString(import.target) : import.target);
+            },
+        },
+        decl.node);
   }
 
   std::string Params(const std::vector<Param>& params) {

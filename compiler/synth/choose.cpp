@@ -292,4 +292,51 @@ std::optional<Choice> ChooseByZ3(const Space& space, solver::Session* session, s
   return choice;
 }
 
+std::optional<InstanceChoice> ChooseInstanceBySearch(const std::vector<std::optional<std::int64_t>>& costs) {
+  std::optional<InstanceChoice> best;
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    if (!costs[i] || (best && *costs[i] >= best->cost)) continue;
+    best = InstanceChoice{static_cast<int>(i), *costs[i], Chooser::kSearch, true, "", 0};
+  }
+  if (best) best->variables = static_cast<std::int64_t>(costs.size());
+  return best;
+}
+
+std::optional<InstanceChoice> ChooseInstanceByZ3(const std::vector<std::optional<std::int64_t>>& costs,
+                                                 solver::Session* session, std::string& unknown) {
+  using solver::LinearConstraint;
+  solver::IntegerProgram p;
+  std::vector<int> x(costs.size(), -1);
+  LinearConstraint one{{}, core::RelOp::kEq, 1};
+  std::vector<solver::LinearTerm> cost, index;
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    if (!costs[i]) continue;
+    x[i] = p.Var("t" + std::to_string(i), 0, 1);
+    one.terms.push_back({1, x[i]});
+    if (*costs[i]) cost.push_back({*costs[i], x[i]});
+    if (i) index.push_back({static_cast<std::int64_t>(i), x[i]});
+  }
+  if (one.terms.empty()) return std::nullopt;
+  p.Add(std::move(one));
+  if (!cost.empty()) p.Minimize(cost);
+  if (!index.empty()) p.Minimize(index);
+  solver::OptimizeOptions options;
+  options.timeout_ms = 10'000;
+  solver::OptimizeResult r = p.Solve(options, session);
+  if (r.status != solver::OptimizeStatus::kOptimal && r.status != solver::OptimizeStatus::kFeasible) {
+    if (r.status != solver::OptimizeStatus::kInfeasible) unknown = "no answer within the limits: " + r.reason;
+    return std::nullopt;
+  }
+  InstanceChoice choice;
+  for (std::size_t i = 0; i < costs.size(); ++i)
+    if (x[i] >= 0 && r.values[x[i]]) choice.index = static_cast<int>(i);
+  WEFT_CHECK(choice.index >= 0);
+  choice.cost = *costs[static_cast<std::size_t>(choice.index)];
+  choice.chooser = Chooser::kZ3;
+  choice.optimal = r.status == solver::OptimizeStatus::kOptimal;
+  choice.status = std::string(solver::ToString(r.status));
+  choice.variables = p.size();
+  return choice;
+}
+
 }  // namespace weft::synth

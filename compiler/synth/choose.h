@@ -88,4 +88,23 @@ std::optional<Choice> ChooseBySearch(const Space& space);
 // when Z3 proves no assignment feasible, or finds none within its limits (then `unknown` says why).
 std::optional<Choice> ChooseByZ3(const Space& space, solver::Session* session, std::string& unknown);
 
+// A kernel's instances (its `tiles` clause; docs/kernels.md, "Tile sizes the compiler chooses"):
+// per instance its cost, the cost model's predicted time in nanoseconds, or nothing where it does
+// not build for the target. The objective, lexicographic: cost, then the instance's index.
+struct InstanceChoice {
+  int index = -1;
+  std::int64_t cost = 0;
+  Chooser chooser = Chooser::kSearch;
+  bool optimal = false;
+  std::string status;          // Z3's answer, as Choice's
+  std::int64_t variables = 0;  // the encoding's 0/1 variables (Z3), or instances tried (search)
+};
+
+// Every instance in turn: the oracle. Nothing when none builds.
+std::optional<InstanceChoice> ChooseInstanceBySearch(const std::vector<std::optional<std::int64_t>>& costs);
+// A 0/1 variable per instance that builds, exactly one, and the objective as above. Nothing when
+// none builds, or Z3 finds none within its limits (then `unknown` says why).
+std::optional<InstanceChoice> ChooseInstanceByZ3(const std::vector<std::optional<std::int64_t>>& costs,
+                                                 solver::Session* session, std::string& unknown);
+
 }  // namespace weft::synth

@@ -49,7 +49,7 @@
 
 (defconst weft-keywords
   '("def" "kernel" "let" "in" "fn" "if" "then" "else" "loop" "for" "with" "do" "pipeline"
-    "where" "grid" "threads" "out" "import" "cast")
+    "where" "tiles" "grid" "threads" "out" "import" "cast")
   "Weft's reserved words (docs/syntax.md), less `true' and `false'.")
 
 (defconst weft-dtypes

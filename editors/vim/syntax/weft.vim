@@ -23,7 +23,7 @@ syn keyword weftDeclaration     def kernel nextgroup=weftDefName skipwhite
 syn match   weftDefName         "\h[[:alnum:]_']*" contained
 syn keyword weftInclude         import
 syn keyword weftLet             let in
-syn keyword weftKeyword         fn where grid threads cast
+syn keyword weftKeyword         fn where tiles grid threads cast
 syn keyword weftStorageClass    out
 syn keyword weftConditional     if then else
 syn keyword weftRepeat          loop for with do pipeline

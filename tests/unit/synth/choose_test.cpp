@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "check/check.h"
+#include "codegen/instance.h"
 #include "kernel_files.h"
 #include "solver/optimize.h"
 #include "syntax/parser.h"
@@ -173,4 +174,67 @@ TEST_CASE("hand-built spaces: pair costs, misaligned pairs, budgets and the inde
 }
 
 }  // namespace
+
+// A kernel's instances (its `tiles` clause): Z3 and the search choose the same one, the least cost
+// then the least index; an instance that does not build is never chosen.
+TEST_CASE("the instance choice: Z3 and the search agree, ties to the first", "[synth][choose][tiles]") {
+  solver::Session session;
+  auto both = [&](const std::vector<std::optional<std::int64_t>>& costs) {
+    std::optional<InstanceChoice> search = ChooseInstanceBySearch(costs);
+    std::string unknown;
+    std::optional<InstanceChoice> z3 = ChooseInstanceByZ3(costs, &session, unknown);
+    CHECK(unknown.empty());
+    REQUIRE(search.has_value() == z3.has_value());
+    if (search) {
+      CHECK(z3->index == search->index);
+      CHECK(z3->cost == search->cost);
+      CHECK(z3->optimal);
+      CHECK(z3->chooser == Chooser::kZ3);
+    }
+    return z3;
+  };
+  CHECK(both({std::nullopt, 50, 30, 30})->index == 2);
+  CHECK(both({7})->index == 0);
+  CHECK(both({0, 0})->index == 0);
+  CHECK(both({std::nullopt, 9, std::nullopt})->index == 1);
+  CHECK(!both({std::nullopt, std::nullopt}));
+  CHECK(!both({}));
+}
+
+// Every kernel with a `tiles` clause in the repository, on both targets: the costs codegen's choice
+// minimized (each instance synthesized and its time predicted), chosen again by the search.
+TEST_CASE("the instance choice of every kernel with a `tiles` clause agrees with the search",
+          "[synth][choose][tiles]") {
+  int kernels = 0;
+  for (const std::filesystem::path& path : KernelFiles()) {
+    if (ReadFile(path).find("tiles ") == std::string::npos) continue;
+    SourceManager sources;
+    Diagnostics diagnostics;
+    FileId file = sources.Add(path.string(), ReadFile(path));
+    syntax::Ast ast = syntax::Parse(sources, file, diagnostics);
+    if (diagnostics.has_errors()) continue;
+    check::CheckOptions options;
+    options.stdlib_dir = WEFT_SOURCE_DIR "/stdlib";
+    check::CheckResult result = check::Check(sources, ast, diagnostics, options);
+    if (diagnostics.has_errors()) continue;
+    for (const core::Def& def : result.module.defs()) {
+      if (!tile::IsKernel(def) || def.kernel->instances.empty()) continue;
+      for (Target target : {Target::Sm80, Target::Sm90a}) {
+        INFO(path.string() << ": " << def.name << " on " << Spelling(target));
+        auto choice = codegen::ChooseTiles(result.module, result.vars, def, target, {});
+        if (!choice) continue;
+        REQUIRE(choice->costs.size() == def.kernel->instances.size());
+        std::optional<InstanceChoice> search = ChooseInstanceBySearch(choice->costs);
+        REQUIRE(search);
+        CHECK(choice->chosen.chooser == Chooser::kZ3);
+        CHECK(choice->chosen.optimal);
+        CHECK(static_cast<int>(choice->index) == search->index);
+        CHECK(choice->chosen.cost == search->cost);
+        ++kernels;
+      }
+    }
+  }
+  CHECK(kernels >= 2);
+}
+
 }  // namespace weft::synth

@@ -52,7 +52,14 @@ inline std::vector<tile::Kernel> Kernels(const std::filesystem::path& path) {
   if (diagnostics.has_errors()) return out;
   for (const core::Def& def : result.module.defs()) {
     if (!tile::IsKernel(def)) continue;
-    if (auto k = tile::Lower(result.module, result.vars, def)) out.push_back(std::move(*k));
+    // A kernel with a `tiles` clause: each of its instances (the kernel itself is the first).
+    std::vector<const core::Def*> instances = {&def};
+    if (!def.kernel->instances.empty()) {
+      instances.clear();
+      for (const core::Def& instance : def.kernel->instances) instances.push_back(&instance);
+    }
+    for (const core::Def* instance : instances)
+      if (auto k = tile::Lower(result.module, result.vars, *instance)) out.push_back(std::move(*k));
   }
   return out;
 }
