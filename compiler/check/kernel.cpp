@@ -28,6 +28,9 @@ bool SameSpan(Span a, Span b) {
   return a.file == b.file && a.begin == b.begin && a.end == b.end;
 }
 
+// The most instances a `tiles` clause may make (docs/kernels.md, "Tile sizes the compiler chooses").
+constexpr std::size_t kMaxTileInstances = 64;
+
 std::string Plural(std::size_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }
@@ -82,6 +85,7 @@ void Checker::CheckKernel(const syntax::Decl& decl, const syntax::KernelDecl& ke
 //  3. an instance with errors stops the checking, its errors noting the instance;
 //  4. the kernel's definition is instance 0, holding every instance (core::KernelInfo::instances).
 CheckedDef Checker::CheckTiledKernel(const syntax::Decl& decl, const syntax::KernelDecl& kernel) {
+  bool ok = true;
   std::vector<std::vector<std::int64_t>> combos = {{}};
   for (const syntax::TileSize& size : kernel.tiles) {
     std::vector<std::vector<std::int64_t>> next;
@@ -90,6 +94,14 @@ CheckedDef Checker::CheckTiledKernel(const syntax::Decl& decl, const syntax::Ker
         next.push_back(combo);
         next.back().push_back(c);
       }
+    }
+    if (next.size() > kMaxTileInstances) {
+      // Each instance is checked, synthesized and scheduled: a clause is a short list, not a search.
+      diagnostics_.Emit(DiagnosticKind::BadTileSize, size.span, size.name.text,
+                        "makes " + std::to_string(next.size()) + " instances of `" + kernel.name.text +
+                            "`, more than " + std::to_string(kMaxTileInstances));
+      next.resize(1);
+      ok = false;
     }
     combos = std::move(next);
   }
@@ -129,7 +141,6 @@ CheckedDef Checker::CheckTiledKernel(const syntax::Decl& decl, const syntax::Ker
   const syntax::Ast* file = std::exchange(ast_, &copy);
   std::vector<core::Def> instances;
   std::optional<CheckedDef> first;
-  bool ok = true;
   for (const std::vector<std::int64_t>& combo : combos) {
     for (auto [id, k] : expr_uses) copy.Mutable(id).node = syntax::expr::IntLit{static_cast<std::uint64_t>(combo[k])};
     for (auto [id, k] : dim_uses) copy.Mutable(id).node = syntax::dim::Int{combo[k]};
