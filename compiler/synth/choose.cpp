@@ -60,6 +60,18 @@ std::vector<std::vector<int>> Undominated(const Space& space) {
   return kept;
 }
 
+// The program solved within synthesis's limits (10 s), or nothing: infeasible, or (`unknown` says
+// why) no answer within the limits.
+std::optional<solver::OptimizeResult> Solve(const solver::IntegerProgram& p, solver::Session* session,
+                                            std::string& unknown) {
+  solver::OptimizeOptions options;
+  options.timeout_ms = 10'000;
+  solver::OptimizeResult r = p.Solve(options, session);
+  if (r.status == solver::OptimizeStatus::kOptimal || r.status == solver::OptimizeStatus::kFeasible) return r;
+  if (r.status != solver::OptimizeStatus::kInfeasible) unknown = "no answer within the limits: " + r.reason;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool Feasible(const Space& space, const Choice& choice) {
@@ -267,13 +279,9 @@ std::optional<Choice> ChooseByZ3(const Space& space, solver::Session* session, s
   }
   for (auto it = objectives.rbegin(); it != objectives.rend(); ++it) p.Minimize(*it);
 
-  solver::OptimizeOptions options;
-  options.timeout_ms = 10'000;
-  solver::OptimizeResult r = p.Solve(options, session);
-  if (r.status != solver::OptimizeStatus::kOptimal && r.status != solver::OptimizeStatus::kFeasible) {
-    if (r.status != solver::OptimizeStatus::kInfeasible) unknown = "no answer within the limits: " + r.reason;
-    return std::nullopt;
-  }
+  std::optional<solver::OptimizeResult> solved = Solve(p, session, unknown);
+  if (!solved) return std::nullopt;
+  const solver::OptimizeResult& r = *solved;
   Choice choice;
   choice.candidates.assign(n, -1);
   for (int k = 0; k < static_cast<int>(space.combos.size()); ++k)
@@ -320,13 +328,9 @@ std::optional<InstanceChoice> ChooseInstanceByZ3(const std::vector<std::optional
   p.Add(std::move(one));
   if (!cost.empty()) p.Minimize(cost);
   if (!index.empty()) p.Minimize(index);
-  solver::OptimizeOptions options;
-  options.timeout_ms = 10'000;
-  solver::OptimizeResult r = p.Solve(options, session);
-  if (r.status != solver::OptimizeStatus::kOptimal && r.status != solver::OptimizeStatus::kFeasible) {
-    if (r.status != solver::OptimizeStatus::kInfeasible) unknown = "no answer within the limits: " + r.reason;
-    return std::nullopt;
-  }
+  std::optional<solver::OptimizeResult> solved = Solve(p, session, unknown);
+  if (!solved) return std::nullopt;
+  const solver::OptimizeResult& r = *solved;
   InstanceChoice choice;
   for (std::size_t i = 0; i < costs.size(); ++i)
     if (x[i] >= 0 && r.values[x[i]]) choice.index = static_cast<int>(i);
