@@ -12,7 +12,13 @@ best() {  # best wall time in ms of 5 runs of `weft check FILE`
   for _ in 1 2 3 4 5; do
     local start end
     start=$(date +%s%N)
-    "$weft" check "$file" > /dev/null 2>&1 || true  # shape_error.weft fails on purpose
+    # shape_error.weft fails on purpose (exit 1); any other failure, or a crash, stops the bench.
+    local rc=0
+    "$weft" check "$file" > /dev/null 2>&1 || rc=$?
+    if (( rc != 0 )) && [[ $file != examples/shape_error.weft || $rc != 1 ]]; then
+      echo "bench-check: weft check $file failed (exit $rc)" >&2
+      exit 1
+    fi
     end=$(date +%s%N)
     local ms=$(( (end - start) / 1000000 ))
     (( ms < best )) && best=$ms
@@ -23,5 +29,6 @@ printf '%-36s %8s %10s\n' file lines "best ms"
 for file in stdlib/nn.weft examples/*.weft "$work/generated.weft"; do
   name=$file
   [[ $file == "$work/generated.weft" ]] && name="generated (bench/check/generate.py)"
-  printf '%-36s %8d %10d\n' "$name" "$(wc -l < "$file")" "$(best "$file")"
+  ms=$(best "$file")  # a failed check stops the bench here (set -e)
+  printf '%-36s %8d %10d\n' "$name" "$(wc -l < "$file")" "$ms"
 done
