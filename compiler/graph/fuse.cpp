@@ -158,9 +158,6 @@ class Fuser {
     return true;
   }
 
-  // Whether `id` (elementwise work) may be computed inside `group`: at a shape that broadcasts to
-  // the group's (so at most once per element the group computes; in a row kernel a row's shape is
-  // computed once per row), never upstream of a group's product.
   // Whether kernel call `call` reads its argument `view` through a parameter that admits a TMA map
   // on sm_90a (core::LayoutPredicate::tma: the kernel reads it only through `shared` copies).
   bool AdmitsMap(NodeId call, NodeId view) const {
@@ -174,6 +171,9 @@ class Fuser {
     return false;
   }
 
+  // Whether `id` (elementwise work) may be computed inside `group`: at a shape that broadcasts to
+  // the group's (so at most once per element the group computes; in a row kernel a row's shape is
+  // computed once per row), never upstream of a group's product.
   bool Fits(std::int64_t index, NodeId id) const {
     const graph::Group& group = plan_.groups[static_cast<std::size_t>(index)];
     const Node& n = Get(id);
